@@ -1,0 +1,38 @@
+// `npm run bench`: runs every suite in order and prints one table. Ratios compare with a reference
+// measured in the same run, so the shared machine's noise affects both sides alike.
+import type { BenchRow, BenchSuite } from './bench-row.js';
+
+const suites: Array<[string, () => Promise<{ run: BenchSuite }>]> = [
+  ['arguments', () => import('./suites/arguments.js')],
+];
+
+function format(value: number): string {
+  if (!Number.isFinite(value)) return String(value);
+  if (Math.abs(value) >= 100) return Math.round(value).toLocaleString('en-US');
+  return value.toPrecision(3);
+}
+
+const only = process.argv.slice(2);
+const rows: BenchRow[] = [];
+for (const [name, load] of suites) {
+  if (only.length > 0 && !only.includes(name)) continue;
+  process.stderr.write(`bench: running ${name}...\n`);
+  const { run } = await load();
+  rows.push(...(await run()));
+}
+
+const header = ['suite', 'measurement', 'value', 'unit', 'reference (same run)', 'ratio', 'note'];
+const table = rows.map((r) => [
+  r.suite,
+  r.name,
+  format(r.value),
+  r.unit,
+  r.reference ?? '',
+  r.ratio === undefined ? '' : `${r.ratio.toFixed(2)}×`,
+  r.note ?? '',
+]);
+const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => (row[i] ?? '').length)));
+const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join(' | ')} |`;
+console.log(line(header));
+console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
+for (const row of table) console.log(line(row));

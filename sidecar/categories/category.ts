@@ -1,0 +1,72 @@
+import type { WorkerAgentTool } from '../../src/index.js';
+import type { SidecarConfig } from '../config.js';
+
+/** Which catalog a turn is assembled from. */
+export type TurnKind = 'text' | 'workflow_task';
+
+/** The turn's context as the sidecar sees it (decoded from the proto's TurnContext). */
+export interface TurnContext {
+  agentId: string;
+  turnId: string;
+  kind: TurnKind;
+  enabledSkills: string[];
+  canSpawnJobs: boolean;
+  brainEnabled: boolean;
+  /** The workflow task's result schema (JSON Schema text); empty for text turns. */
+  resultSchemaJson: string;
+  labels: Record<string, string>;
+}
+
+/** What a category creator is given for one turn. */
+export interface CategoryContext {
+  turn: TurnContext;
+  config: SidecarConfig;
+  /** Aborted when the turn ends; for work a creator starts while assembling. */
+  signal: AbortSignal;
+}
+
+/** A creator's tools, and instructions to project into the prompt (skills' knowledge). */
+export interface CategoryOutput {
+  tools: WorkerAgentTool[];
+  instructions?: string;
+}
+
+/**
+ * A category creator: builds one category's tools for a turn, `[]` where the category is
+ * unavailable. Sidecar-lifetime state (stores, indexes, caches) lives in the closure that makes it.
+ */
+export type CategoryCreator = (
+  context: CategoryContext,
+) => WorkerAgentTool[] | CategoryOutput | Promise<WorkerAgentTool[] | CategoryOutput>;
+
+/** The two ordered catalogs of the seed. */
+export interface Catalogs {
+  text: CategoryCreator[];
+  workflowTask: CategoryCreator[];
+}
+
+/** One turn's assembled tools and instructions. */
+export interface AssembledToolSet {
+  tools: WorkerAgentTool[];
+  instructions: string;
+}
+
+/**
+ * Runs the catalog for the turn's kind, in order, and concatenates what the creators return.
+ * Throws what a creator throws.
+ */
+export async function assembleToolSet(catalogs: Catalogs, context: CategoryContext): Promise<AssembledToolSet> {
+  const creators = context.turn.kind === 'workflow_task' ? catalogs.workflowTask : catalogs.text;
+  const tools: WorkerAgentTool[] = [];
+  const instructions: string[] = [];
+  for (const create of creators) {
+    const output = await create(context);
+    if (Array.isArray(output)) {
+      tools.push(...output);
+    } else {
+      tools.push(...output.tools);
+      if (output.instructions) instructions.push(output.instructions);
+    }
+  }
+  return { tools, instructions: instructions.join('\n\n') };
+}

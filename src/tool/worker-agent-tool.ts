@@ -1,0 +1,54 @@
+import type { z } from 'zod';
+import type { JSONObject } from '../json.js';
+import type { AgentToolResult, PresentationEvent } from './tool-result.js';
+
+/** Whether a tool can run alongside others in the same model response. */
+export type ExecutionMode = 'parallel' | 'sequential';
+
+/** What `execute` gets besides its validated params. */
+export interface ToolExecutionContext {
+  /**
+   * Aborted when the call is cancelled, runs past its deadline, or its turn ends. A tool must stop
+   * its work (and its child processes) when it fires.
+   */
+  signal: AbortSignal;
+  /** The model's call id. */
+  callId: string;
+  /** Sends a presentation event while the tool runs; delivered in order, before the result. */
+  emit(event: PresentationEvent): void;
+}
+
+/**
+ * A tool the runtime can offer to the model and execute: the seed's WorkerAgentTool contract.
+ * Build one with `defineWorkerTool`, which checks it and fills the defaults.
+ */
+export interface WorkerAgentTool<TParams = any> {
+  /** The name the model sees and calls (`^[a-zA-Z0-9_-]{1,64}$`). */
+  readonly name: string;
+  /** What the tool does: the model reads it to decide whether to call. */
+  readonly description: string;
+  /** The input parameters, validated before `execute` runs. */
+  readonly schema?: z.ZodType;
+  /** A raw JSON Schema used instead of one generated from `schema`; sent unchanged. */
+  readonly jsonSchema?: JSONObject;
+  /** Ask the provider to enforce strict function-tool arguments. */
+  readonly strict: boolean;
+  /** Groups related tools under one provider namespace. */
+  readonly namespace?: string;
+  readonly namespaceDescription?: string;
+  /** Keep the schema behind tool search until selected. */
+  readonly deferLoading: boolean;
+  /** Default `sequential`: the safe choice. */
+  readonly executionMode: ExecutionMode;
+  readonly isReadOnly: boolean;
+  readonly isDestructive: boolean;
+  /** A short human-readable label from the validated params, for progress. */
+  describeActivity(params: TParams): string;
+  /** Replaces the label with a result summary when the tool finishes. */
+  describeCompletedActivity?(params: TParams, result: AgentToolResult): string;
+  /** Runs the tool on validated params. Throwing yields a `tool_failed` error result. */
+  execute(params: TParams, context: ToolExecutionContext): Promise<AgentToolResult>;
+}
+
+/** Any tool, whatever its params. */
+export type AnyWorkerAgentTool = WorkerAgentTool<any>;
