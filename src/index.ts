@@ -22,3 +22,4 @@ export {
   type JsonSchemaToolDefinition,
 } from './tool/define-worker-tool.js';
 export { zodToJSONSchema } from './schema/zod-to-json-schema.js';
+export { truncateMiddle, type TruncatedText } from './text/truncate-middle.js';
