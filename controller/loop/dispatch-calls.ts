@@ -1,0 +1,110 @@
+import type { FunctionCallItem } from '../model/responses-model.js';
+import { errorResult, type CallResult, type ToolTurn } from '../sidecar-client/sidecar-types.js';
+import type { ToolCatalog } from './tool-catalog.js';
+import type { TurnEvent } from './turn-events.js';
+
+/** A call and its one result. */
+export interface DispatchedCall {
+  call: FunctionCallItem;
+  result: CallResult;
+}
+
+/** Options of `dispatchCalls`. */
+export interface DispatchCallsOptions {
+  calls: FunctionCallItem[];
+  catalog: ToolCatalog;
+  turn: ToolTurn;
+  /** The turn's signal: aborting it cancels every call in flight. */
+  signal: AbortSignal;
+  emit: (event: TurnEvent) => void;
+  /** Each call's deadline in ms (0 or absent: the sidecar's default). */
+  callDeadlineMs?: number;
+}
+
+function localResult(callId: string, text: string, label: string, error?: { code: string; message: string }): CallResult {
+  return error
+    ? { ...errorResult(callId, error.code, text), completedLabel: label }
+    : { callId, content: [{ type: 'text', text }], completedLabel: label, terminateTurn: false, repairs: [], durationMs: 0 };
+}
+
+/**
+ * Runs one model response's function calls: parallel tools together, a sequential tool as a
+ * barrier (it waits for every earlier call and holds back every later one). The controller's own
+ * `tool_search` and calls to deferred tools that were never loaded are answered locally.
+ * Resolves with exactly one result per call, in call order; never rejects. Aborting `signal`
+ * cancels the calls in flight (they still get their `aborted` results).
+ */
+export async function dispatchCalls(options: DispatchCallsOptions): Promise<DispatchedCall[]> {
+  const { catalog, turn, signal, emit } = options;
+  const results: Array<Promise<CallResult>> = [];
+  let inFlight: Array<Promise<CallResult>> = [];
+
+  const start = (call: FunctionCallItem): Promise<CallResult> => {
+    const resolved = catalog.resolve(call);
+    if (resolved.kind === 'client-search') {
+      const answer = catalog.search(call.arguments);
+      const label = `Searched tools: loaded ${answer.loaded.length}`;
+      emit({ type: 'activity-started', callId: call.call_id, name: call.name, label: 'Searching tools' });
+      const result = localResult(call.call_id, answer.output, label, answer.isError ? { code: 'invalid_arguments', message: answer.output } : undefined);
+      emit({ type: 'activity-completed', callId: call.call_id, name: call.name, label, durationMs: 0, ...(result.error ? { error: result.error } : {}) });
+      return Promise.resolve(result);
+    }
+    if (resolved.kind === 'not-loaded') {
+      const message =
+        `The tool "${call.name}" is not loaded yet. Call tool_search with a description of what you need ` +
+        'first; once it is loaded you can call it.';
+      const result = localResult(call.call_id, message, `Refused ${call.name}: not loaded`, { code: 'unknown_tool', message });
+      emit({ type: 'activity-completed', callId: call.call_id, name: call.name, label: result.completedLabel, durationMs: 0, error: { code: 'unknown_tool', message } });
+      return Promise.resolve(result);
+    }
+    const handle = turn.call(
+      {
+        callId: call.call_id,
+        name: resolved.name,
+        ...(resolved.namespace ? { namespace: resolved.namespace } : {}),
+        argumentsJson: call.arguments,
+        ...(options.callDeadlineMs ? { deadlineMs: options.callDeadlineMs } : {}),
+      },
+      { signal },
+    );
+    return (async () => {
+      let label = '';
+      for await (const event of handle) {
+        if (event.type === 'activity-started') {
+          label = event.label;
+          emit({ type: 'activity-started', callId: call.call_id, name: call.name, ...(resolved.namespace ? { namespace: resolved.namespace } : {}), label });
+        } else if (event.type === 'presentation') {
+          emit({ type: 'presentation', callId: call.call_id, kind: event.kind, payload: event.payload });
+        }
+      }
+      const result = await handle.result;
+      emit({
+        type: 'activity-completed',
+        callId: call.call_id,
+        name: call.name,
+        label: result.completedLabel || label || call.name,
+        durationMs: result.durationMs,
+        ...(result.error ? { error: result.error } : {}),
+      });
+      return result;
+    })();
+  };
+
+  for (const call of options.calls) {
+    const resolved = catalog.resolve(call);
+    const sequential = resolved.kind === 'sidecar' && resolved.tool?.executionMode === 'sequential';
+    if (sequential) {
+      await Promise.all(inFlight);
+      const result = start(call);
+      results.push(result);
+      await result;
+      inFlight = [];
+    } else {
+      const result = start(call);
+      results.push(result);
+      inFlight.push(result);
+    }
+  }
+  const settled = await Promise.all(results);
+  return options.calls.map((call, index) => ({ call, result: settled[index] as CallResult }));
+}

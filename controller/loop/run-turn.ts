@@ -1,0 +1,139 @@
+import { errorMessage, isToolRuntimeError } from '../../src/index.js';
+import { isFunctionCall, outputText, type ResponseItem, type ResponsesModel } from '../model/responses-model.js';
+import type { ToolTurn } from '../sidecar-client/sidecar-types.js';
+import type { ToolSearchMode } from './collect-provider-tools.js';
+import { dispatchCalls } from './dispatch-calls.js';
+import { createToolCatalog } from './tool-catalog.js';
+import { toFunctionOutput } from './to-function-output.js';
+import type { TurnEvent, TurnStatus } from './turn-events.js';
+
+/** Options of `runTurn`. */
+export interface RunTurnOptions {
+  model: ResponsesModel;
+  /** The open sidecar turn (its tools and instructions). */
+  turn: ToolTurn;
+  /** The user's message, or input items to start from. */
+  prompt: string | ResponseItem[];
+  /** The base prompt; the tool set's instructions are appended to it. */
+  baseInstructions?: string;
+  /** Default `client`. */
+  toolSearch?: ToolSearchMode;
+  flattenNamespaces?: boolean;
+  /** Default 50. */
+  maxModelCalls?: number;
+  /** How many tools a client-side search loads (default 8). */
+  searchLimit?: number;
+  /** Each call's deadline in ms (default: the sidecar's). */
+  callDeadlineMs?: number;
+  /** Aborts the model request and every call in flight. */
+  signal?: AbortSignal;
+  onEvent?: (event: TurnEvent) => void;
+  /** For events and logs. */
+  turnId?: string;
+}
+
+/** How a turn ended, with everything it produced. */
+export interface TurnOutcome {
+  status: TurnStatus;
+  /** The model's last answer (or the terminating tool's text). */
+  finalText: string;
+  /** Every input item at the end: the prompt, the model's items, one output per call. */
+  input: ResponseItem[];
+  modelCalls: number;
+  /** A one-line reason when the status is not `completed` / `terminated`. */
+  error?: string;
+}
+
+/** The default base prompt. */
+export const DEFAULT_BASE_INSTRUCTIONS =
+  'You are an agent working in a user\'s workspace through tools. Plan with the todo list when the ' +
+  'task has several steps, use the tools to look before you answer, and cite what they returned.';
+
+/**
+ * Runs one agent turn: calls the model with the instructions, the input items and the tools;
+ * dispatches every function call to the sidecar; appends exactly one function_call_output per
+ * call, in call order; repeats until the model calls no tool, a result terminates the turn, the
+ * sidecar fails, the signal aborts, or `maxModelCalls` is reached. Never throws: failures are a
+ * status on the outcome (and a `turn-finished` event).
+ */
+export async function runTurn(options: RunTurnOptions): Promise<TurnOutcome> {
+  const { model, turn } = options;
+  const signal = options.signal ?? new AbortController().signal;
+  const emit = options.onEvent ?? (() => {});
+  const maxModelCalls = options.maxModelCalls ?? 50;
+  const catalog = createToolCatalog({
+    tools: turn.tools,
+    toolSearch: options.toolSearch ?? 'client',
+    flattenNamespaces: options.flattenNamespaces ?? false,
+    ...(options.searchLimit ? { searchLimit: options.searchLimit } : {}),
+  });
+  const instructions = [options.baseInstructions ?? DEFAULT_BASE_INSTRUCTIONS, turn.instructions].filter(Boolean).join('\n\n');
+  const input: ResponseItem[] =
+    typeof options.prompt === 'string'
+      ? [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: options.prompt }] }]
+      : [...options.prompt];
+  let modelCalls = 0;
+  let lastText = '';
+
+  const finish = (status: TurnStatus, finalText: string, error?: string): TurnOutcome => {
+    emit({ type: 'turn-finished', status, finalText, modelCalls, ...(error ? { error } : {}) });
+    return { status, finalText, input, modelCalls, ...(error ? { error } : {}) };
+  };
+
+  emit({
+    type: 'turn-started',
+    turnId: options.turnId ?? '',
+    model: model.description,
+    tools: turn.tools.length,
+    deferredTools: turn.tools.filter((tool) => tool.deferLoading).length,
+  });
+
+  while (modelCalls < maxModelCalls) {
+    if (signal.aborted) return finish('aborted', lastText, 'the turn was aborted');
+    const tools = catalog.providerTools();
+    emit({ type: 'model-request', iteration: modelCalls + 1, inputItems: input.length, tools: tools.length });
+    let response;
+    try {
+      response = await model.create({ instructions, input: [...input], tools }, { signal });
+    } catch (error) {
+      if (signal.aborted || isToolRuntimeError(error, 'aborted')) return finish('aborted', lastText, 'the turn was aborted');
+      return finish('model_error', lastText, errorMessage(error));
+    }
+    modelCalls++;
+    const calls = response.output.filter(isFunctionCall);
+    emit({
+      type: 'model-response',
+      iteration: modelCalls,
+      responseId: response.id,
+      ...(response.usage ? { usage: response.usage } : {}),
+      functionCalls: calls.length,
+      outputItems: response.output.length,
+    });
+    input.push(...response.output);
+    lastText = outputText(response.output) || lastText;
+    if (calls.length === 0) return finish('completed', outputText(response.output));
+
+    const dispatched = await dispatchCalls({
+      calls,
+      catalog,
+      turn,
+      signal,
+      emit,
+      ...(options.callDeadlineMs ? { callDeadlineMs: options.callDeadlineMs } : {}),
+    });
+    for (const { call, result } of dispatched) {
+      input.push({ type: 'function_call_output', call_id: call.call_id, output: toFunctionOutput(result.content) });
+    }
+    const terminating = dispatched.find(({ result }) => result.terminateTurn && !result.error);
+    if (terminating) {
+      const text = terminating.result.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
+      return finish('terminated', outputText(response.output) || text);
+    }
+    const unavailable = dispatched.find(({ result }) => result.error?.code === 'sidecar_unavailable');
+    if (turn.failure || unavailable) {
+      return finish('sidecar_unavailable', lastText, turn.failure?.message ?? unavailable?.result.error?.message);
+    }
+    if (signal.aborted) return finish('aborted', lastText, 'the turn was aborted');
+  }
+  return finish('max_model_calls', lastText, `the model was called ${maxModelCalls} times and still asked for tools`);
+}

@@ -1,0 +1,111 @@
+import { isJSONObject } from '../../src/index.js';
+import type { FunctionCallItem, ProviderTool } from '../model/responses-model.js';
+import type { ToolDefinition } from '../sidecar-client/sidecar-types.js';
+import { createToolSearcher, toolKey } from '../tool-search/search-deferred-tools.js';
+import {
+  CLIENT_TOOL_SEARCH_NAME,
+  collectProviderTools,
+  FLATTEN_SEPARATOR,
+  groupProviderTools,
+  type ToolSearchMode,
+} from './collect-provider-tools.js';
+
+/** What a function call resolves to. */
+export type ResolvedCall =
+  /** Goes to the sidecar; `tool` is undefined for a name the tool set does not have. */
+  | { kind: 'sidecar'; name: string; namespace?: string; tool?: ToolDefinition }
+  /** The controller's own client-side search. */
+  | { kind: 'client-search' }
+  /** A deferred tool the model never loaded through search. */
+  | { kind: 'not-loaded'; tool: ToolDefinition };
+
+/** The per-turn view of the tools: what the model is offered, and how its calls map back. */
+export interface ToolCatalog {
+  /** The provider tools for the next request: the base list, then tools loaded by search, appended. */
+  providerTools(): ProviderTool[];
+  /** Maps a function call's name (and namespace) back to a sidecar tool. */
+  resolve(call: Pick<FunctionCallItem, 'name' | 'namespace'>): ResolvedCall;
+  /**
+   * Answers a client-side `tool_search` call: ranks the deferred tools, loads the best ones (they
+   * are appended to the tools list for the rest of the turn) and returns the text for the model.
+   */
+  search(argumentsJson: string): { output: string; loaded: ToolDefinition[]; isError: boolean };
+}
+
+/** Options of `createToolCatalog`. */
+export interface ToolCatalogOptions {
+  tools: ToolDefinition[];
+  toolSearch: ToolSearchMode;
+  flattenNamespaces: boolean;
+  /** How many tools a search loads at most (default 8). */
+  searchLimit?: number;
+}
+
+/** Creates the catalog of one turn. */
+export function createToolCatalog(options: ToolCatalogOptions): ToolCatalog {
+  const { tools, toolSearch, flattenNamespaces } = options;
+  const base = collectProviderTools(tools, { toolSearch, flattenNamespaces });
+  const appended: ProviderTool[] = [];
+  const loaded = new Set<string>();
+  const deferred = tools.filter((tool) => tool.deferLoading);
+  const searcher = createToolSearcher(deferred);
+  const byKey = new Map(tools.map((tool) => [toolKey(tool), tool]));
+  const clientSearch = toolSearch === 'client' && deferred.length > 0;
+
+  const find = (name: string, namespace: string | undefined): ToolDefinition | undefined => {
+    if (namespace) return byKey.get(`${namespace}.${name}`);
+    if (flattenNamespaces && name.includes(FLATTEN_SEPARATOR)) {
+      const at = name.indexOf(FLATTEN_SEPARATOR);
+      const found = byKey.get(`${name.slice(0, at)}.${name.slice(at + FLATTEN_SEPARATOR.length)}`);
+      if (found) return found;
+    }
+    const plain = byKey.get(name);
+    if (plain) return plain;
+    // Some providers drop the namespace on the way back: accept a name that is unique across namespaces.
+    const matches = tools.filter((tool) => tool.name === name);
+    return matches.length === 1 ? matches[0] : undefined;
+  };
+
+  return {
+    providerTools: () => [...base, ...appended],
+    resolve(call) {
+      const namespace = call.namespace || undefined;
+      if (clientSearch && call.name === CLIENT_TOOL_SEARCH_NAME && !namespace) return { kind: 'client-search' };
+      const tool = find(call.name, namespace);
+      if (!tool) return { kind: 'sidecar', name: call.name, ...(namespace ? { namespace } : {}) };
+      if (toolSearch === 'client' && tool.deferLoading && !loaded.has(toolKey(tool))) return { kind: 'not-loaded', tool };
+      return { kind: 'sidecar', name: tool.name, ...(tool.namespace ? { namespace: tool.namespace } : {}), tool };
+    },
+    search(argumentsJson) {
+      let query = '';
+      let limit = options.searchLimit ?? 8;
+      try {
+        const parsed: unknown = JSON.parse(argumentsJson);
+        if (isJSONObject(parsed) && typeof parsed.query === 'string') query = parsed.query;
+        if (isJSONObject(parsed) && typeof parsed.limit === 'number' && parsed.limit >= 1) limit = Math.min(20, Math.floor(parsed.limit));
+      } catch {
+        // handled below: an empty query is an error the model can fix
+      }
+      if (!query.trim()) {
+        return { output: 'tool_search needs arguments {"query": "<what the tool should do>"}.', loaded: [], isError: true };
+      }
+      const hits = searcher.search(query, limit);
+      if (hits.length === 0) {
+        return { output: `No tools match "${query}". Try other words.`, loaded: [], isError: false };
+      }
+      const fresh = hits.filter((tool) => !loaded.has(toolKey(tool)));
+      for (const tool of fresh) loaded.add(toolKey(tool));
+      if (fresh.length > 0) appended.push(...groupProviderTools(fresh, { flatten: flattenNamespaces, markDeferred: false }));
+      const lines = hits.map((tool) => {
+        const name = flattenNamespaces && tool.namespace ? `${tool.namespace}${FLATTEN_SEPARATOR}${tool.name}` : tool.name;
+        const where = tool.namespace && !flattenNamespaces ? ` (namespace ${tool.namespace})` : '';
+        return `- ${name}${where}: ${tool.description}`;
+      });
+      return {
+        output: `Loaded ${hits.length} tool${hits.length === 1 ? '' : 's'}; you can call them now:\n${lines.join('\n')}`,
+        loaded: fresh,
+        isError: false,
+      };
+    },
+  };
+}

@@ -1,0 +1,40 @@
+import type { ModelUsage } from '../model/responses-model.js';
+
+/** How a turn ended. */
+export type TurnStatus =
+  /** The model answered without calling a tool. */
+  | 'completed'
+  /** A tool result asked to end the turn. */
+  | 'terminated'
+  /** The model was called the maximum number of times and still asked for tools. */
+  | 'max_model_calls'
+  /** The turn's signal aborted it. */
+  | 'aborted'
+  /** The model provider failed (after its retries). */
+  | 'model_error'
+  /** The sidecar died or became unreachable. */
+  | 'sidecar_unavailable';
+
+/** The typed event stream of one turn (rendered as progress lines, or written as JSON lines). */
+export type TurnEvent =
+  | { type: 'turn-started'; turnId: string; model: string; tools: number; deferredTools: number }
+  | { type: 'model-request'; iteration: number; inputItems: number; tools: number }
+  | {
+      type: 'model-response';
+      iteration: number;
+      responseId: string;
+      usage?: ModelUsage;
+      functionCalls: number;
+      outputItems: number;
+    }
+  | { type: 'activity-started'; callId: string; name: string; namespace?: string; label: string }
+  | { type: 'presentation'; callId: string; kind: string; payload: unknown }
+  | {
+      type: 'activity-completed';
+      callId: string;
+      name: string;
+      label: string;
+      error?: { code: string; message: string };
+      durationMs: number;
+    }
+  | { type: 'turn-finished'; status: TurnStatus; finalText: string; modelCalls: number; error?: string };

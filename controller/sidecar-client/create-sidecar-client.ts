@@ -1,0 +1,58 @@
+import { credentials, Metadata, type ChannelCredentials } from '@grpc/grpc-js';
+import { ToolSidecarServiceClient } from '../../src/gen/toolruntime/v1/sidecar.js';
+import { SidecarTurn, type SidecarTurnTimeouts } from './sidecar-turn.js';
+import type { TurnContextInput } from './sidecar-types.js';
+
+/** How to reach a sidecar. */
+export interface SidecarClientOptions {
+  /** `host:port` (or `unix:/path`). */
+  address: string;
+  /** Sent as `authorization: Bearer <token>` on every RPC. */
+  token?: string;
+  /** TLS material (PEM); plaintext when absent. */
+  tls?: { ca?: Buffer | string; cert?: Buffer | string; key?: Buffer | string };
+  /** Largest message either way (default 16 MiB, the sidecar's default). */
+  maxMessageBytes?: number;
+}
+
+/** A connection to one sidecar; open one turn per agent turn on it. */
+export interface SidecarClient {
+  /**
+   * Opens a Turn stream, sends `context` and waits (bounded) for the tool set.
+   *
+   * @throws ToolRuntimeError `sidecar_unavailable` when the sidecar cannot be reached, refuses the
+   *   turn or sends no tool set in time; `aborted` when `signal` aborts first.
+   */
+  openTurn(context: TurnContextInput, options?: { signal?: AbortSignal } & SidecarTurnTimeouts): Promise<SidecarTurn>;
+  /** Closes the channel; open turns are cancelled. */
+  close(): void;
+}
+
+const toBuffer = (value: Buffer | string | undefined) =>
+  value === undefined ? null : typeof value === 'string' ? Buffer.from(value) : value;
+
+/** Creates a client for the sidecar at `options.address`. Connects lazily, on the first turn. */
+export function createSidecarClient(options: SidecarClientOptions): SidecarClient {
+  const channelCredentials: ChannelCredentials = options.tls
+    ? credentials.createSsl(toBuffer(options.tls.ca), toBuffer(options.tls.key), toBuffer(options.tls.cert))
+    : credentials.createInsecure();
+  const maxBytes = options.maxMessageBytes ?? 16 * 1024 * 1024;
+  const client = new ToolSidecarServiceClient(options.address, channelCredentials, {
+    'grpc.max_receive_message_length': maxBytes,
+    'grpc.max_send_message_length': maxBytes,
+  });
+  const metadata = () => {
+    const value = new Metadata();
+    if (options.token) value.set('authorization', `Bearer ${options.token}`);
+    return value;
+  };
+  return {
+    openTurn(context, turnOptions = {}) {
+      const stream = client.turn(metadata());
+      return SidecarTurn.open(stream, context, turnOptions);
+    },
+    close() {
+      client.close();
+    },
+  };
+}

@@ -1,0 +1,101 @@
+/** Conversions between the generated proto types and the client's domain types. */
+import { isJSONObject, ToolRuntimeError } from '../../src/index.js';
+import {
+  ExecutionMode,
+  TurnKind,
+  type ContentPart as ProtoContentPart,
+  type ToolDefinition as ProtoToolDefinition,
+  type ToolResult as ProtoToolResult,
+  type TurnContext as ProtoTurnContext,
+} from '../../src/gen/toolruntime/v1/sidecar.js';
+import type { CallContentPart, CallResult, ToolDefinition, TurnContextInput } from './sidecar-types.js';
+
+/**
+ * Decodes one proto ToolDefinition, parsing its parameters.
+ *
+ * @throws ToolRuntimeError `internal` when `parameters_json` is not a JSON object (a sidecar bug).
+ */
+export function toolDefinitionFromProto(tool: ProtoToolDefinition): ToolDefinition {
+  let parameters: unknown;
+  try {
+    parameters = JSON.parse(tool.parametersJson);
+  } catch (error) {
+    throw new ToolRuntimeError('internal', `tool "${tool.name}" has unparseable parameters_json`, { cause: error });
+  }
+  if (!isJSONObject(parameters)) {
+    throw new ToolRuntimeError('internal', `tool "${tool.name}" has parameters_json that is not a JSON object`);
+  }
+  return {
+    name: tool.name,
+    description: tool.description,
+    parameters,
+    parametersJson: tool.parametersJson,
+    strict: tool.strict,
+    ...(tool.namespace ? { namespace: tool.namespace, namespaceDescription: tool.namespaceDescription } : {}),
+    deferLoading: tool.deferLoading,
+    executionMode: tool.executionMode === ExecutionMode.EXECUTION_MODE_PARALLEL ? 'parallel' : 'sequential',
+    readOnly: tool.readOnly,
+    destructive: tool.destructive,
+  };
+}
+
+/** Encodes the turn context for OpenTurn. */
+export function turnContextToProto(context: TurnContextInput): ProtoTurnContext {
+  return {
+    agentId: context.agentId,
+    turnId: context.turnId,
+    kind: context.kind === 'workflow_task' ? TurnKind.TURN_KIND_WORKFLOW_TASK : TurnKind.TURN_KIND_TEXT,
+    enabledSkills: context.enabledSkills ?? [],
+    canSpawnJobs: context.canSpawnJobs ?? false,
+    brainEnabled: context.brainEnabled ?? false,
+    resultSchemaJson: context.resultSchemaJson ?? '',
+    labels: context.labels ?? {},
+  };
+}
+
+function contentPartFromProto(part: ProtoContentPart): CallContentPart {
+  switch (part.part?.$case) {
+    case 'image':
+      return { type: 'image', data: part.part.value.data, mimeType: part.part.value.mimeType };
+    case 'json':
+      return { type: 'json', json: part.part.value };
+    case 'text':
+      return { type: 'text', text: part.part.value };
+    default:
+      return { type: 'text', text: '' };
+  }
+}
+
+function parseJson(text: string): unknown {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Decodes one proto ToolResult. */
+export function callResultFromProto(callId: string, result: ProtoToolResult): CallResult {
+  const details = parseJson(result.detailsJson);
+  return {
+    callId,
+    content: result.content.map(contentPartFromProto),
+    ...(details === undefined ? {} : { details }),
+    completedLabel: result.completedLabel,
+    terminateTurn: result.terminateTurn,
+    ...(result.error ? { error: { code: result.error.code, message: result.error.message } } : {}),
+    repairs: result.repairs,
+    durationMs: result.durationMs,
+  };
+}
+
+/** Parses a presentation payload; the raw text when it is not JSON. */
+export function presentationPayload(payloadJson: string): unknown {
+  if (!payloadJson) return null;
+  try {
+    return JSON.parse(payloadJson);
+  } catch {
+    return payloadJson;
+  }
+}

@@ -1,0 +1,247 @@
+import type { ClientDuplexStream } from '@grpc/grpc-js';
+import { errorMessage, ToolRuntimeError } from '../../src/index.js';
+import type { TurnRequest, TurnResponse } from '../../src/gen/toolruntime/v1/sidecar.js';
+import { CallState } from './call-state.js';
+import { callResultFromProto, presentationPayload, toolDefinitionFromProto } from './from-proto.js';
+import {
+  errorResult,
+  type CallHandle,
+  type CallRequest,
+  type ToolDefinition,
+  type ToolTurn,
+  type TurnContextInput,
+} from './sidecar-types.js';
+import { turnContextToProto } from './from-proto.js';
+
+type TurnStream = ClientDuplexStream<TurnRequest, TurnResponse>;
+
+/** Bounds of a turn's waits. */
+export interface SidecarTurnTimeouts {
+  /** How long to wait for the tool set after sending open (default 15 s). */
+  openTimeoutMs?: number;
+  /**
+   * After a call is cancelled, how long to wait for the sidecar's `aborted` result before
+   * resolving the call locally with one (default 5 s).
+   */
+  cancelGraceMs?: number;
+}
+
+/**
+ * One open Turn stream. Demultiplexes the sidecar's events by call_id into per-call handles.
+ * When the stream fails, every pending call resolves with an error result (`sidecar_unavailable`,
+ * or `aborted` when this client cancelled the stream) and `failure` is set.
+ */
+export class SidecarTurn implements ToolTurn {
+  tools: ToolDefinition[] = [];
+  instructions = '';
+  failure: Error | undefined;
+  /** Resolves when the stream has ended, however it ended. */
+  readonly ended: Promise<void>;
+  private readonly stream: TurnStream;
+  private readonly pending = new Map<string, CallState>();
+  private readonly usedIds = new Set<string>();
+  private readonly cancelGraceMs: number;
+  private cancelledByUs = false;
+  private halfClosed = false;
+  private isEnded = false;
+  private onToolSet: ((error?: Error) => void) | undefined;
+  private resolveEnded!: () => void;
+
+  private constructor(stream: TurnStream, timeouts: SidecarTurnTimeouts) {
+    this.stream = stream;
+    this.cancelGraceMs = timeouts.cancelGraceMs ?? 5_000;
+    this.ended = new Promise((resolve) => {
+      this.resolveEnded = resolve;
+    });
+    stream.on('data', (response: TurnResponse) => this.handle(response));
+    stream.on('error', (error: Error) => this.fail(error));
+    stream.on('end', () => this.fail(undefined));
+    stream.on('close', () => this.fail(undefined));
+  }
+
+  /**
+   * Sends OpenTurn on `stream` and waits for the tool set.
+   *
+   * @throws ToolRuntimeError `sidecar_unavailable` when the stream fails or the tool set does not
+   *   come within `openTimeoutMs`; `aborted` when `signal` aborts (the stream is cancelled).
+   */
+  static async open(
+    stream: TurnStream,
+    context: TurnContextInput,
+    options: { signal?: AbortSignal } & SidecarTurnTimeouts = {},
+  ): Promise<SidecarTurn> {
+    const turn = new SidecarTurn(stream, options);
+    const timeoutMs = options.openTimeoutMs ?? 15_000;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(
+          () => reject(new ToolRuntimeError('sidecar_unavailable', `the sidecar sent no tool set within ${timeoutMs} ms`)),
+          timeoutMs,
+        );
+        const onAbort = () =>
+          reject(new ToolRuntimeError('aborted', 'opening the turn was aborted', { cause: options.signal?.reason }));
+        if (options.signal?.aborted) return onAbort();
+        options.signal?.addEventListener('abort', onAbort, { once: true });
+        turn.onToolSet = (error) => {
+          clearTimeout(timer);
+          options.signal?.removeEventListener('abort', onAbort);
+          if (error) reject(error);
+          else resolve();
+        };
+        stream.write({ request: { $case: 'open', value: { context: turnContextToProto(context) } } });
+      });
+    } catch (error) {
+      turn.abort();
+      throw error;
+    }
+    return turn;
+  }
+
+  private handle(response: TurnResponse): void {
+    const event = response.event;
+    if (event?.$case === 'toolSet') {
+      const waiter = this.onToolSet;
+      this.onToolSet = undefined;
+      try {
+        this.tools = event.value.tools.map(toolDefinitionFromProto);
+        this.instructions = event.value.instructions;
+        waiter?.();
+      } catch (error) {
+        waiter?.(error as Error);
+      }
+      return;
+    }
+    const state = this.pending.get(response.callId);
+    if (!state || !event) return;
+    if (event.$case === 'activityStarted') {
+      state.push({ type: 'activity-started', callId: response.callId, label: event.value.label });
+    } else if (event.$case === 'presentation') {
+      state.push({
+        type: 'presentation',
+        callId: response.callId,
+        kind: event.value.kind,
+        payload: presentationPayload(event.value.payloadJson),
+      });
+    } else if (event.$case === 'result') {
+      this.pending.delete(response.callId);
+      state.finish(callResultFromProto(response.callId, event.value));
+    }
+  }
+
+  private fail(error: Error | undefined): void {
+    if (!this.isEnded) {
+      this.isEnded = true;
+      this.resolveEnded();
+    }
+    const unexpected = !this.cancelledByUs && (error !== undefined || this.pending.size > 0 || this.onToolSet);
+    if (unexpected && !this.failure) {
+      this.failure = new ToolRuntimeError(
+        'sidecar_unavailable',
+        `the sidecar stream failed: ${error ? errorMessage(error) : 'it ended before every call had a result'}`,
+        { cause: error },
+      );
+    }
+    const waiter = this.onToolSet;
+    this.onToolSet = undefined;
+    waiter?.(
+      this.failure ??
+        new ToolRuntimeError('sidecar_unavailable', `the sidecar stream ended before the tool set${error ? `: ${errorMessage(error)}` : ''}`),
+    );
+    for (const [callId, state] of this.pending) {
+      state.finish(
+        this.cancelledByUs
+          ? errorResult(callId, 'aborted', 'The call was aborted because the turn was cancelled.')
+          : errorResult(callId, 'sidecar_unavailable', `The tool sidecar became unavailable before the call finished (${errorMessage(this.failure)}).`),
+      );
+    }
+    this.pending.clear();
+  }
+
+  /**
+   * Sends one call. Never throws: a call on a failed or closed turn, or with a call id already
+   * used in this turn, resolves at once with an error result. Aborting `signal` sends CancelCall.
+   */
+  call(request: CallRequest, options: { signal?: AbortSignal } = {}): CallHandle {
+    const state = new CallState(request.callId);
+    if (this.usedIds.has(request.callId)) {
+      state.finish(errorResult(request.callId, 'duplicate_call_id', `call id "${request.callId}" was already used in this turn`));
+      return state;
+    }
+    this.usedIds.add(request.callId);
+    if (this.isEnded || this.halfClosed) {
+      const code = this.failure ? 'sidecar_unavailable' : 'aborted';
+      state.finish(errorResult(request.callId, code, `The turn is ${this.failure ? `unavailable (${this.failure.message})` : 'closed'}.`));
+      return state;
+    }
+    if (options.signal?.aborted) {
+      state.finish(errorResult(request.callId, 'aborted', 'The call was aborted before it was sent.'));
+      return state;
+    }
+    this.pending.set(request.callId, state);
+    this.stream.write({
+      request: {
+        $case: 'call',
+        value: {
+          callId: request.callId,
+          name: request.name,
+          namespace: request.namespace ?? '',
+          argumentsJson: request.argumentsJson,
+          deadlineMs: request.deadlineMs ?? 0,
+        },
+      },
+    });
+    const signal = options.signal;
+    if (signal) {
+      const onAbort = () => {
+        this.cancel(request.callId, errorMessage(signal.reason ?? 'aborted'));
+        const grace = setTimeout(
+          () => {
+            this.pending.delete(request.callId);
+            state.finish(errorResult(request.callId, 'aborted', 'The call was aborted (the sidecar did not confirm in time).'));
+          },
+          this.cancelGraceMs,
+        );
+        void state.result.then(() => clearTimeout(grace));
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      void state.result.then(() => signal.removeEventListener('abort', onAbort));
+    }
+    return state;
+  }
+
+  /** Sends CancelCall for one call; does nothing when the call is not pending. */
+  cancel(callId: string, reason = 'cancelled by the client'): void {
+    if (!this.pending.has(callId) || this.isEnded) return;
+    this.stream.write({ request: { $case: 'cancel', value: { callId, reason } } });
+  }
+
+  /**
+   * Ends the turn: half-closes the request side so running calls finish, waits for the stream to
+   * end (at most `timeoutMs`, default 10 s, or until `signal` aborts), then cancels the RPC, which
+   * aborts whatever still runs.
+   */
+  async close(options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<void> {
+    if (this.isEnded) return;
+    if (!this.halfClosed) {
+      this.halfClosed = true;
+      this.stream.end();
+    }
+    const timeoutMs = options.timeoutMs ?? 10_000;
+    let timer: NodeJS.Timeout | undefined;
+    const bounded = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, timeoutMs);
+      options.signal?.addEventListener('abort', () => resolve(), { once: true });
+    });
+    await Promise.race([this.ended, bounded]);
+    clearTimeout(timer);
+    this.abort();
+  }
+
+  /** Cancels the RPC at once: the sidecar aborts every running call; pending calls resolve `aborted`. */
+  abort(): void {
+    if (this.isEnded) return;
+    this.cancelledByUs = true;
+    this.stream.cancel();
+    this.fail(undefined);
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * The sidecar client's domain types: what the proto carries, decoded into plain objects
+ * (`parameters` parsed, enums as strings, JSON payloads parsed).
+ */
+import type { JSONObject } from '../../src/index.js';
+
+/** Which catalog a turn is assembled from. */
+export type TurnKindName = 'text' | 'workflow_task';
+
+/** The context sent in OpenTurn. Everything but the ids is optional. */
+export interface TurnContextInput {
+  agentId: string;
+  turnId: string;
+  kind?: TurnKindName;
+  enabledSkills?: string[];
+  canSpawnJobs?: boolean;
+  brainEnabled?: boolean;
+  /** For workflow task turns: the result schema as JSON text. */
+  resultSchemaJson?: string;
+  labels?: Record<string, string>;
+}
+
+/** One tool of the turn's tool set, as the model should see it. */
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  /** The parameters' JSON Schema, parsed from `parameters_json`. */
+  parameters: JSONObject;
+  /** The schema text exactly as the sidecar sent it. */
+  parametersJson: string;
+  strict: boolean;
+  /** The namespace, or undefined when the tool has none. */
+  namespace?: string;
+  namespaceDescription?: string;
+  deferLoading: boolean;
+  /** UNSPECIFIED from the wire is treated as sequential, as the proto says. */
+  executionMode: 'parallel' | 'sequential';
+  readOnly: boolean;
+  destructive: boolean;
+}
+
+/** One part of a call result's content. */
+export type CallContentPart =
+  | { type: 'text'; text: string }
+  | { type: 'image'; data: Uint8Array; mimeType: string }
+  /** A JSON value, as the text the sidecar sent. */
+  | { type: 'json'; json: string };
+
+/** What ends a call. */
+export interface CallResult {
+  callId: string;
+  content: CallContentPart[];
+  /** Parsed `details_json`; undefined when empty or unparseable. */
+  details?: unknown;
+  completedLabel: string;
+  terminateTurn: boolean;
+  /** Set when the call failed; `sidecar_unavailable` when the stream died before the result. */
+  error?: { code: string; message: string };
+  repairs: string[];
+  durationMs: number;
+}
+
+/** The events of one call, in the order the sidecar sends them. */
+export type CallEvent =
+  | { type: 'activity-started'; callId: string; label: string }
+  | { type: 'presentation'; callId: string; kind: string; payload: unknown }
+  | { type: 'result'; callId: string; result: CallResult };
+
+/** What `turn.call` sends. */
+export interface CallRequest {
+  callId: string;
+  name: string;
+  namespace?: string;
+  /** The model's raw arguments text: the sidecar repairs and validates it. */
+  argumentsJson: string;
+  /** 0 or absent: the sidecar's default. */
+  deadlineMs?: number;
+}
+
+/** A call in flight: iterate its events (ends after the result), or await `result`. */
+export interface CallHandle extends AsyncIterable<CallEvent> {
+  readonly callId: string;
+  /** Resolves with the call's one result; never rejects. */
+  readonly result: Promise<CallResult>;
+}
+
+/**
+ * The part of a turn the agent loop needs. `SidecarTurn` implements it over gRPC; unit tests may
+ * implement it in process.
+ */
+export interface ToolTurn {
+  readonly tools: ToolDefinition[];
+  readonly instructions: string;
+  /** Starts a call; aborting `signal` cancels it (its result then has code `aborted`). */
+  call(request: CallRequest, options?: { signal?: AbortSignal }): CallHandle;
+  /** Set once the stream failed (the sidecar died or the connection broke). */
+  readonly failure: Error | undefined;
+}
+
+/** A result for a call that never reached (or never came back from) the sidecar. */
+export function errorResult(callId: string, code: string, message: string): CallResult {
+  return {
+    callId,
+    content: [{ type: 'text', text: message }],
+    completedLabel: '',
+    terminateTurn: false,
+    error: { code, message },
+    repairs: [],
+    durationMs: 0,
+  };
+}
