@@ -1,0 +1,98 @@
+import { stat } from 'node:fs/promises';
+import { z } from 'zod';
+import { defineWorkerTool, textResult, ToolRuntimeError, truncateMiddle, type WorkerAgentTool } from '../../../src/index.js';
+import type { SidecarConfig } from '../../config.js';
+import { commandEnv } from './command-env.js';
+import { runProcess } from './run-process.js';
+import { resolveWorkspacePath } from './workspace-path.js';
+
+/** The default and the largest `timeout_ms` of run_command. */
+export const DEFAULT_COMMAND_TIMEOUT_MS = 120_000;
+export const MAX_COMMAND_TIMEOUT_MS = 60 * 60_000;
+
+const schema = z.object({
+  command: z.string().min(1).describe('The shell command, run with /bin/sh -c in the workspace.'),
+  cwd: z.string().min(1).optional().describe('Working directory relative to the workspace root (default: the root).'),
+  timeout_ms: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_COMMAND_TIMEOUT_MS)
+    .optional()
+    .describe(`Kill the command after this many milliseconds (default ${DEFAULT_COMMAND_TIMEOUT_MS}).`),
+});
+
+/** What run_command records in its result's details. */
+export interface RunCommandDetails {
+  exitCode: number | null;
+  signal: string | null;
+  timedOut: boolean;
+  durationMs: number;
+  cutChars: number;
+}
+
+function short(command: string): string {
+  const line = command.replace(/\s+/g, ' ').trim();
+  return line.length > 80 ? `${line.slice(0, 77)}...` : line;
+}
+
+/**
+ * The `run_command` tool: `/bin/sh -c` inside the workspace, stdin closed, env from the allow-list
+ * plus `config.commandEnv`, output streamed as `command.output` events and returned head and tail.
+ * A timeout (its own, or the call's signal) kills the whole process group. On the call's abort it
+ * throws `aborted` once the group is dead; on its own timeout it returns the output so far.
+ */
+export function createRunCommandTool(options: { config: SidecarConfig; killGraceMs?: number }): WorkerAgentTool<z.output<typeof schema>> {
+  const { config } = options;
+  return defineWorkerTool({
+    name: 'run_command',
+    description:
+      'Run a shell command (/bin/sh -c) in the workspace and return its exit code and output (stdout and stderr interleaved; long output keeps its head and tail). stdin is closed: the command must not wait for input.',
+    schema,
+    executionMode: 'sequential',
+    isDestructive: true,
+    describeActivity: (params) => `Running \`${short(params.command)}\``,
+    describeCompletedActivity: (params, result) => {
+      const details = result.details as RunCommandDetails | undefined;
+      if (!details) return `Ran \`${short(params.command)}\``;
+      const status = details.timedOut ? 'timed out' : details.exitCode !== null ? `exit ${details.exitCode}` : `killed by ${details.signal}`;
+      return `Ran \`${short(params.command)}\` (${status}, ${(details.durationMs / 1000).toFixed(1)} s)`;
+    },
+    async execute(params, context) {
+      const cwd = params.cwd === undefined ? (await resolveWorkspacePath(config.workspace, '.')).absolute : (await resolveWorkspacePath(config.workspace, params.cwd)).absolute;
+      const cwdStat = await stat(cwd).catch(() => undefined);
+      if (!cwdStat?.isDirectory()) throw new ToolRuntimeError('invalid_arguments', `cwd ${JSON.stringify(params.cwd)} is not a directory in the workspace`);
+      const timeoutMs = params.timeout_ms ?? DEFAULT_COMMAND_TIMEOUT_MS;
+      const timeout = AbortSignal.timeout(timeoutMs);
+      const outcome = await runProcess({
+        command: params.command,
+        cwd,
+        env: commandEnv({ allowList: config.commandEnvAllowList, extra: config.commandEnv }),
+        signal: AbortSignal.any([context.signal, timeout]),
+        killGraceMs: options.killGraceMs,
+        maxOutputChars: config.limits.maxResultTextChars,
+        onOutput: (stream, text) => context.emit({ kind: 'command.output', payload: { stream, text } }),
+      });
+      if (context.signal.aborted) {
+        throw new ToolRuntimeError('aborted', `run_command was aborted; its process group was killed after ${Math.round(outcome.durationMs)} ms`);
+      }
+      const timedOut = outcome.killed && timeout.aborted;
+      const shown = truncateMiddle(outcome.output, config.limits.maxResultTextChars - 200);
+      const cutChars = outcome.cutChars + shown.cutChars;
+      const status = timedOut
+        ? `timed out after ${timeoutMs} ms; the process group was killed`
+        : outcome.exitCode !== null
+          ? `exit code ${outcome.exitCode}`
+          : `killed by signal ${outcome.signal}`;
+      const header = `${status} (${(outcome.durationMs / 1000).toFixed(1)} s)${cutChars > 0 ? `; ${cutChars} characters of output cut from the middle` : ''}`;
+      const details: RunCommandDetails = {
+        exitCode: outcome.exitCode,
+        signal: outcome.signal,
+        timedOut,
+        durationMs: Math.round(outcome.durationMs),
+        cutChars,
+      };
+      return textResult(`${header}\n${shown.text === '' ? '(no output)' : shown.text}`, { details });
+    },
+  });
+}

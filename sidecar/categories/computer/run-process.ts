@@ -1,0 +1,158 @@
+import { spawn } from 'node:child_process';
+import { StringDecoder } from 'node:string_decoder';
+import { HeadTailBuffer } from './head-tail-buffer.js';
+
+/** How a process ended. */
+export interface ProcessOutcome {
+  exitCode: number | null;
+  /** The signal that ended the shell, if one did. */
+  signal: NodeJS.Signals | null;
+  /** True when `signal` fired before the process ended (the group was killed). */
+  killed: boolean;
+  /** stdout and stderr interleaved as they arrived, head and tail kept, middle cut with a marker. */
+  output: string;
+  /** Characters cut from the middle of `output`. */
+  cutChars: number;
+  durationMs: number;
+}
+
+export interface RunProcessOptions {
+  command: string;
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  /** Kills the whole process group: SIGTERM, then SIGKILL after `killGraceMs`. */
+  signal: AbortSignal;
+  /** Called with coalesced output while the command runs. */
+  onOutput?: (stream: 'stdout' | 'stderr', text: string) => void;
+  /** Characters of output kept for the result (head and tail). Default 200,000. */
+  maxOutputChars?: number;
+  /** Default 2,000 ms. */
+  killGraceMs?: number;
+  /** How often coalesced output is flushed to `onOutput`. Default 100 ms. */
+  flushIntervalMs?: number;
+  /** Output characters handed to `onOutput` at most; the rest is only counted. Default 1,000,000. */
+  maxStreamedChars?: number;
+}
+
+function killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // the group is gone already
+  }
+}
+
+/**
+ * Runs `/bin/sh -c command` in its own process group (spawned detached), stdin closed. Output is
+ * kept head and tail (memory bounded) and streamed, coalesced, to `onOutput`. When `signal` fires,
+ * the whole group (grandchildren too) gets SIGTERM, and SIGKILL after the grace period if anything
+ * in it is still alive; the promise settles once the shell has exited. Background processes that
+ * keep the output pipes open after the shell exits are killed after a short wait.
+ * Never rejects for the command's own failure: a non-zero exit is an outcome.
+ */
+export function runProcess(options: RunProcessOptions): Promise<ProcessOutcome> {
+  const started = performance.now();
+  const buffer = new HeadTailBuffer(options.maxOutputChars ?? 200_000);
+  const flushInterval = options.flushIntervalMs ?? 100;
+  let streamBudget = options.maxStreamedChars ?? 1_000_000;
+  const pending: Record<'stdout' | 'stderr', string> = { stdout: '', stderr: '' };
+  let flushTimer: NodeJS.Timeout | undefined;
+
+  const flush = () => {
+    flushTimer = undefined;
+    for (const stream of ['stdout', 'stderr'] as const) {
+      const text = pending[stream];
+      pending[stream] = '';
+      if (text === '' || streamBudget <= 0 || !options.onOutput) continue;
+      const part = text.slice(0, streamBudget);
+      streamBudget -= part.length;
+      options.onOutput(stream, streamBudget <= 0 ? `${part}\n[… live output stops here; the result keeps head and tail …]\n` : part);
+    }
+  };
+
+  return new Promise<ProcessOutcome>((resolve, reject) => {
+    const child = spawn('/bin/sh', ['-c', options.command], {
+      cwd: options.cwd,
+      env: options.env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const pid = child.pid;
+    let killed = false;
+    let killTimer: NodeJS.Timeout | undefined;
+    let lingerTimer: NodeJS.Timeout | undefined;
+    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    let openStreams = 2;
+
+    const onAbort = () => {
+      if (pid === undefined || exit !== undefined) return;
+      killed = true;
+      killGroup(pid, 'SIGTERM');
+      killTimer = setTimeout(() => killGroup(pid, 'SIGKILL'), options.killGraceMs ?? 2_000);
+    };
+
+    const finish = () => {
+      if (exit === undefined || openStreams > 0) return;
+      clearTimeout(killTimer);
+      clearTimeout(lingerTimer);
+      clearTimeout(flushTimer);
+      options.signal.removeEventListener('abort', onAbort);
+      flush();
+      // A group member that ignored SIGTERM must not outlive the call.
+      if (killed && pid !== undefined) killGroup(pid, 'SIGKILL');
+      resolve({
+        exitCode: exit.code,
+        signal: exit.signal,
+        killed,
+        output: buffer.toString(),
+        cutChars: buffer.droppedChars,
+        durationMs: performance.now() - started,
+      });
+    };
+
+    for (const stream of ['stdout', 'stderr'] as const) {
+      const decoder = new StringDecoder('utf8');
+      const source = child[stream]!;
+      source.on('data', (chunk: Buffer) => {
+        const text = decoder.write(chunk);
+        buffer.append(text);
+        pending[stream] += text;
+        if (pending[stream].length > 64 * 1024) flush();
+        else flushTimer ??= setTimeout(flush, flushInterval);
+      });
+      source.on('close', () => {
+        const rest = decoder.end();
+        if (rest) {
+          buffer.append(rest);
+          pending[stream] += rest;
+        }
+        openStreams -= 1;
+        finish();
+      });
+    }
+
+    child.on('error', (error) => {
+      options.signal.removeEventListener('abort', onAbort);
+      clearTimeout(flushTimer);
+      reject(error);
+    });
+    child.on('exit', (code, signal) => {
+      exit = { code, signal };
+      if (openStreams > 0) {
+        // Something in the group still holds the pipes: the shell is done, so end the group.
+        lingerTimer = setTimeout(() => {
+          if (pid !== undefined) killGroup(pid, killed ? 'SIGKILL' : 'SIGTERM');
+          lingerTimer = setTimeout(() => {
+            if (pid !== undefined) killGroup(pid, 'SIGKILL');
+            child.stdout?.destroy();
+            child.stderr?.destroy();
+          }, options.killGraceMs ?? 2_000);
+        }, killed ? 0 : 500);
+      }
+      finish();
+    });
+
+    if (options.signal.aborted) onAbort();
+    else options.signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
