@@ -1,0 +1,99 @@
+// Domain ↔ proto: the only module that knows both shapes.
+import type { ContentPart as DomainContentPart, ToolSchema } from '../../src/index.js';
+import {
+  ExecutionMode,
+  TurnKind,
+  type CallTool,
+  type ContentPart,
+  type ToolDefinition,
+  type TurnContext as ProtoTurnContext,
+  type TurnResponse,
+} from '../../src/gen/toolruntime/v1/sidecar.js';
+import type { TurnContext } from '../categories/category.js';
+import { safeJsonStringify } from '../turn/build-result.js';
+import type { CallRequest, TurnEvent } from '../turn/turn-event.js';
+
+/** The proto's TurnContext as the categories see it (UNSPECIFIED → 'text'). */
+export function toDomainTurnContext(context: ProtoTurnContext | undefined): TurnContext {
+  return {
+    agentId: context?.agentId ?? '',
+    turnId: context?.turnId ?? '',
+    kind: context?.kind === TurnKind.TURN_KIND_WORKFLOW_TASK ? 'workflow_task' : 'text',
+    enabledSkills: [...(context?.enabledSkills ?? [])],
+    canSpawnJobs: context?.canSpawnJobs ?? false,
+    brainEnabled: context?.brainEnabled ?? false,
+    resultSchemaJson: context?.resultSchemaJson ?? '',
+    labels: { ...(context?.labels ?? {}) },
+  };
+}
+
+/** A collected schema as the proto's ToolDefinition. */
+export function toToolDefinition(schema: ToolSchema): ToolDefinition {
+  return {
+    name: schema.name,
+    description: schema.description,
+    parametersJson: JSON.stringify(schema.parameters),
+    strict: schema.strict,
+    namespace: schema.namespace ?? '',
+    namespaceDescription: schema.namespaceDescription ?? '',
+    deferLoading: schema.deferLoading,
+    executionMode: schema.executionMode === 'parallel' ? ExecutionMode.EXECUTION_MODE_PARALLEL : ExecutionMode.EXECUTION_MODE_SEQUENTIAL,
+    readOnly: schema.readOnly,
+    destructive: schema.destructive,
+  };
+}
+
+/** The proto's CallTool as a call request. */
+export function toCallRequest(call: CallTool): CallRequest {
+  return {
+    callId: call.callId,
+    name: call.name,
+    namespace: call.namespace,
+    argumentsJson: call.argumentsJson,
+    deadlineMs: call.deadlineMs,
+  };
+}
+
+function toContentPart(part: DomainContentPart): ContentPart {
+  switch (part.type) {
+    case 'text':
+      return { part: { $case: 'text', value: part.text } };
+    case 'image':
+      return { part: { $case: 'image', value: { data: Buffer.from(part.data), mimeType: part.mimeType } } };
+    case 'json':
+      return { part: { $case: 'json', value: safeJsonStringify(part.value) } };
+    default:
+      return { part: { $case: 'text', value: safeJsonStringify(part) } };
+  }
+}
+
+/** One turn event as a TurnResponse. */
+export function toTurnResponse(event: TurnEvent): TurnResponse {
+  switch (event.type) {
+    case 'activity-started':
+      return { callId: event.callId, event: { $case: 'activityStarted', value: { label: event.label } } };
+    case 'presentation':
+      return {
+        callId: event.callId,
+        event: { $case: 'presentation', value: { kind: event.event.kind, payloadJson: safeJsonStringify(event.event.payload) } },
+      };
+    case 'result': {
+      const { result } = event;
+      return {
+        callId: event.callId,
+        event: {
+          $case: 'result',
+          value: {
+            content: result.content.map(toContentPart),
+            detailsJson: result.detailsJson,
+            completedLabel: result.completedLabel,
+            terminateTurn: result.terminateTurn,
+            error: result.error ? { code: result.error.code, message: result.error.message } : undefined,
+            repairs: result.repairs,
+            durationMs: Math.min(result.durationMs, 0xffffffff),
+          },
+        },
+      };
+    }
+  }
+}

@@ -1,0 +1,60 @@
+import type { ServerDuplexStream, ServerUnaryCall, sendUnaryData } from '@grpc/grpc-js';
+import { collectToolSchemas, type Logger } from '../../src/index.js';
+import type {
+  AssembleToolsRequest,
+  AssembleToolsResponse,
+  ToolSidecarServiceServer,
+  TurnRequest,
+  TurnResponse,
+} from '../../src/gen/toolruntime/v1/sidecar.js';
+import { assembleToolSet, type Catalogs, type TurnContext } from '../categories/category.js';
+import type { SidecarConfig } from '../config.js';
+import { createTurnSession } from '../turn/turn-session.js';
+import { toGrpcStatus } from './grpc-status.js';
+import { toDomainTurnContext, toToolDefinition } from './proto-mapping.js';
+import { handleTurn, type OpenedTurn, type TurnHandle } from './turn-handler.js';
+
+/** The ToolSidecarService implementation, and the live turns it serves (for draining). */
+export interface SidecarService {
+  implementation: ToolSidecarServiceServer;
+  turns: Set<TurnHandle>;
+}
+
+/** Builds the ToolSidecarService over the catalogs: AssembleTools and Turn. */
+export function createSidecarService(options: { catalogs: Catalogs; config: SidecarConfig; logger: Logger }): SidecarService {
+  const { catalogs, config, logger } = options;
+  const turns = new Set<TurnHandle>();
+
+  const assemble = async (turn: TurnContext, signal: AbortSignal) => {
+    const assembled = await assembleToolSet(catalogs, { turn, config, signal });
+    return { assembled, definitions: collectToolSchemas(assembled.tools).map(toToolDefinition) };
+  };
+
+  const open = async (turn: TurnContext, signal: AbortSignal): Promise<OpenedTurn> => {
+    const { assembled, definitions } = await assemble(turn, signal);
+    const logFields = { agentId: turn.agentId, turnId: turn.turnId, ...turn.labels };
+    logger.info('turn opened', { ...logFields, kind: turn.kind, tools: assembled.tools.length });
+    return {
+      tools: definitions,
+      instructions: assembled.instructions,
+      session: createTurnSession({ tools: assembled.tools, limits: config.limits, logger, logFields }),
+    };
+  };
+
+  const implementation: ToolSidecarServiceServer = {
+    assembleTools(call: ServerUnaryCall<AssembleToolsRequest, AssembleToolsResponse>, callback: sendUnaryData<AssembleToolsResponse>) {
+      const controller = new AbortController();
+      call.on('cancelled', () => controller.abort());
+      assemble(toDomainTurnContext(call.request.context), controller.signal).then(
+        ({ assembled, definitions }) => callback(null, { tools: definitions, instructions: assembled.instructions }),
+        (error: unknown) => callback({ ...toGrpcStatus(error), name: 'AssembleToolsError', message: String(error) }),
+      );
+    },
+    turn(stream: ServerDuplexStream<TurnRequest, TurnResponse>) {
+      const handle = handleTurn(stream, { open, logger });
+      turns.add(handle);
+      void handle.closed.then(() => turns.delete(handle));
+    },
+  };
+  return { implementation, turns };
+}

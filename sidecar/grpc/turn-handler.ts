@@ -1,0 +1,177 @@
+import { once } from 'node:events';
+import { status, type ServerDuplexStream } from '@grpc/grpc-js';
+import { errorMessage, type Logger } from '../../src/index.js';
+import type { ToolDefinition, TurnRequest, TurnResponse } from '../../src/gen/toolruntime/v1/sidecar.js';
+import type { TurnContext } from '../categories/category.js';
+import type { TurnEvent } from '../turn/turn-event.js';
+import type { TurnSession } from '../turn/turn-session.js';
+import { toGrpcStatus } from './grpc-status.js';
+import { toCallRequest, toDomainTurnContext, toTurnResponse } from './proto-mapping.js';
+
+/** What opening a turn yields: the tool set to answer with, and the session that runs its calls. */
+export interface OpenedTurn {
+  tools: ToolDefinition[];
+  instructions: string;
+  session: TurnSession;
+}
+
+/** A live Turn stream, as the server sees it while draining. */
+export interface TurnHandle {
+  readonly activeCalls: number;
+  /** Aborts the turn's calls, sends their results, then ends the stream with UNAVAILABLE. */
+  shutdown(reason: string): Promise<void>;
+  /** Settles when the stream has ended, however it ended. */
+  readonly closed: Promise<void>;
+}
+
+/**
+ * Serves one Turn stream: the first request must be `open` (else INVALID_ARGUMENT), a second
+ * `open` fails with FAILED_PRECONDITION; calls and cancels go to the session, whose events are
+ * written in order with backpressure (awaiting 'drain'). Half-close lets running calls finish and
+ * then ends the stream; cancellation (or the client vanishing) aborts every call.
+ */
+export function handleTurn(
+  stream: ServerDuplexStream<TurnRequest, TurnResponse>,
+  options: {
+    open: (context: TurnContext, signal: AbortSignal) => Promise<OpenedTurn>;
+    logger: Logger;
+  },
+): TurnHandle {
+  const { logger } = options;
+  const turnAbort = new AbortController();
+  let phase: 'awaiting-open' | 'opening' | 'open' | 'closed' = 'awaiting-open';
+  let session: TurnSession | undefined;
+  let halfClosed = false;
+  let shutdownReason: string | undefined;
+  const buffered: TurnRequest[] = [];
+  let resolveClosed!: () => void;
+  const closed = new Promise<void>((resolve) => {
+    resolveClosed = resolve;
+  });
+  let pipeDone: Promise<void> = Promise.resolve();
+
+  const finish = () => {
+    if (phase === 'closed') return;
+    phase = 'closed';
+    turnAbort.abort();
+    session?.abort('the turn stream ended');
+    resolveClosed();
+  };
+  const fail = (code: status, details: string) => {
+    if (phase === 'closed') return;
+    logger.debug('turn stream failed', { code, details });
+    session?.abort(details);
+    finish();
+    stream.emit('error', { code, details });
+  };
+
+  const dispatch = (request: TurnRequest) => {
+    const current = session;
+    if (!current) return;
+    switch (request.request?.$case) {
+      case 'call':
+        current.call(toCallRequest(request.request.value));
+        return;
+      case 'cancel':
+        current.cancel(request.request.value.callId, request.request.value.reason);
+        return;
+      case 'open':
+        fail(status.FAILED_PRECONDITION, 'the turn is already open: send `open` once, as the first request of a Turn stream');
+        return;
+      default:
+        fail(status.INVALID_ARGUMENT, 'the request carries none of `open`, `call` or `cancel`');
+    }
+  };
+
+  const pipe = async (events: AsyncIterable<TurnEvent>) => {
+    try {
+      for await (const event of events) {
+        if (phase === 'closed') break;
+        if (!stream.write(toTurnResponse(event))) {
+          await once(stream, 'drain', { signal: turnAbort.signal });
+        }
+      }
+      if (phase !== 'closed' && shutdownReason !== undefined) {
+        fail(status.UNAVAILABLE, shutdownReason);
+      } else if (phase !== 'closed') {
+        phase = 'closed';
+        stream.end();
+        resolveClosed();
+      }
+    } catch (error) {
+      if (phase !== 'closed') fail(status.INTERNAL, `the sidecar failed writing the turn: ${errorMessage(error)}`);
+    }
+  };
+
+  const open = async (request: TurnRequest & { request: { $case: 'open' } }) => {
+    phase = 'opening';
+    const context = toDomainTurnContext(request.request.value.context);
+    let opened: OpenedTurn;
+    try {
+      opened = await options.open(context, turnAbort.signal);
+    } catch (error) {
+      const mapped = toGrpcStatus(error);
+      fail(mapped.code, `could not open the turn: ${mapped.details}`);
+      return;
+    }
+    if ((phase as string) === 'closed') {
+      opened.session.abort('the turn stream ended while it was opening');
+      return;
+    }
+    session = opened.session;
+    phase = 'open';
+    stream.write({ callId: '', event: { $case: 'toolSet', value: { tools: opened.tools, instructions: opened.instructions } } });
+    pipeDone = pipe(session.events);
+    for (const pending of buffered.splice(0)) {
+      if (phase !== 'open') break;
+      dispatch(pending);
+    }
+    if (halfClosed) session.endInput();
+  };
+
+  stream.on('data', (request: TurnRequest) => {
+    if (phase === 'closed') return;
+    if (phase === 'awaiting-open') {
+      if (request.request?.$case !== 'open') {
+        fail(status.INVALID_ARGUMENT, `the first request of a Turn stream must be \`open\`, got ${request.request ? `\`${request.request.$case}\`` : 'an empty request'}`);
+        return;
+      }
+      void open(request as TurnRequest & { request: { $case: 'open' } });
+      return;
+    }
+    if (phase === 'opening') {
+      if (request.request?.$case === 'open') fail(status.FAILED_PRECONDITION, 'the turn is already open: send `open` once, as the first request of a Turn stream');
+      else buffered.push(request);
+      return;
+    }
+    dispatch(request);
+  });
+  stream.on('end', () => {
+    halfClosed = true;
+    if (phase === 'awaiting-open') fail(status.INVALID_ARGUMENT, 'the Turn stream ended before its `open` request');
+    else if (phase === 'open') session?.endInput();
+  });
+  stream.on('cancelled', () => {
+    logger.debug('turn cancelled by the client');
+    finish();
+  });
+  stream.on('error', () => finish());
+  stream.on('close', () => finish());
+
+  return {
+    get activeCalls() {
+      return session?.activeCalls ?? 0;
+    },
+    closed,
+    async shutdown(reason) {
+      if (phase === 'closed') return;
+      if (!session) {
+        fail(status.UNAVAILABLE, reason);
+        return;
+      }
+      shutdownReason = reason;
+      session.abort(reason);
+      await pipeDone;
+    },
+  };
+}

@@ -1,0 +1,115 @@
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { ReflectionService } from '@grpc/reflection';
+import { HealthImplementation } from 'grpc-health-check';
+import { ToolRuntimeError, type Logger } from '../src/index.js';
+import { ToolSidecarServiceService } from '../src/gen/toolruntime/v1/sidecar.js';
+import type { Catalogs } from './categories/category.js';
+import type { SidecarConfig } from './config.js';
+import { createTokenInterceptor } from './grpc/auth-interceptor.js';
+import { boundAddress, isLoopbackAddress } from './grpc/listen-address.js';
+import { createSidecarService } from './grpc/sidecar-service.js';
+
+const SERVICE_NAME = 'toolruntime.v1.ToolSidecarService';
+const protoRoot = fileURLToPath(new URL('../proto/', import.meta.url));
+
+/** TLS material, PEM encoded. With `clientCa`, clients must present a certificate it signed. */
+export interface SidecarTls {
+  cert: Buffer;
+  key: Buffer;
+  clientCa?: Buffer;
+}
+
+/** A sidecar gRPC server: ToolSidecarService, grpc.health.v1 and server reflection. */
+export interface SidecarServer {
+  /**
+   * Binds `address` (`127.0.0.1:0`, `[::1]:PORT`, `localhost:PORT`, `unix:/path`) and serves.
+   * Resolves the real bound address (the real port for `:0`).
+   *
+   * @throws ToolRuntimeError `invalid_request` for a non-loopback address without a token, or when
+   *   already listening; the bind error otherwise.
+   */
+  listen(address: string): Promise<string>;
+  /**
+   * Drains: refuses new RPCs, lets running calls finish for up to `graceMs` (default
+   * `limits.drainGraceMs`), then aborts what still runs (results still sent, bounded by
+   * `limits.abortGraceMs`) and ends every stream with UNAVAILABLE.
+   */
+  close(options?: { graceMs?: number }): Promise<void>;
+}
+
+/**
+ * Creates the sidecar server for embedding from Node (the CLI uses it too). With `token`, every
+ * RPC must carry `authorization: Bearer <token>`; with `tls`, it serves TLS (mutual with a client CA).
+ */
+export function createSidecarServer(options: {
+  catalogs: Catalogs;
+  config: SidecarConfig;
+  logger: Logger;
+  token?: string;
+  tls?: SidecarTls;
+}): SidecarServer {
+  const { config, logger } = options;
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': config.limits.maxMessageBytes,
+    'grpc.max_send_message_length': config.limits.maxMessageBytes,
+    interceptors: options.token ? [createTokenInterceptor(options.token)] : [],
+  });
+  const service = createSidecarService({ catalogs: options.catalogs, config, logger });
+  server.addService(ToolSidecarServiceService, service.implementation);
+  const health = new HealthImplementation({ '': 'SERVING', [SERVICE_NAME]: 'SERVING' });
+  health.addToServer(server);
+  const packageDefinition = protoLoader.loadSync('toolruntime/v1/sidecar.proto', { includeDirs: [protoRoot] });
+  new ReflectionService(packageDefinition).addToServer(server);
+
+  const credentials = options.tls
+    ? grpc.ServerCredentials.createSsl(options.tls.clientCa ?? null, [{ cert_chain: options.tls.cert, private_key: options.tls.key }], options.tls.clientCa !== undefined)
+    : grpc.ServerCredentials.createInsecure();
+  let listening = false;
+  let closing: Promise<void> | undefined;
+
+  return {
+    async listen(address) {
+      if (listening) throw new ToolRuntimeError('invalid_request', 'the sidecar server is already listening');
+      if (!options.token && !isLoopbackAddress(address)) {
+        throw new ToolRuntimeError(
+          'invalid_request',
+          `refusing to listen on ${address} without a token: use a loopback address (127.0.0.1, ::1, localhost) or a unix socket, or give a token`,
+        );
+      }
+      listening = true;
+      const port = await new Promise<number>((resolve, reject) => {
+        server.bindAsync(address, credentials, (error, boundPort) => (error ? reject(error) : resolve(boundPort)));
+      });
+      const real = boundAddress(address, port);
+      logger.info('sidecar listening', { address: real, tls: options.tls !== undefined, auth: options.token !== undefined });
+      return real;
+    },
+    close(closeOptions = {}) {
+      closing ??= drain(closeOptions.graceMs ?? config.limits.drainGraceMs);
+      return closing;
+    },
+  };
+
+  async function drain(graceMs: number): Promise<void> {
+    health.setStatus('', 'NOT_SERVING');
+    health.setStatus(SERVICE_NAME, 'NOT_SERVING');
+    const shutdown = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+    const graceEnds = Date.now() + graceMs;
+    // Wait (bounded) for running calls to finish on their own.
+    while (Date.now() < graceEnds && [...service.turns].some((turn) => turn.activeCalls > 0)) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const reason = 'the sidecar is shutting down';
+    const ended = Promise.all([...service.turns].map((turn) => turn.shutdown(reason)));
+    const bound = config.limits.abortGraceMs + 1_000;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([ended, new Promise((resolve) => (timer = setTimeout(resolve, bound)))]);
+    clearTimeout(timer);
+    await Promise.race([shutdown, new Promise((resolve) => (timer = setTimeout(resolve, 1_000)))]);
+    clearTimeout(timer);
+    server.forceShutdown();
+    logger.info('sidecar closed');
+  }
+}

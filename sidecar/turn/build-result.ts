@@ -1,0 +1,82 @@
+import { truncateMiddle, type AgentToolResult, type ContentPart } from '../../src/index.js';
+import type { CallErrorCode, CallResult } from './turn-event.js';
+
+/**
+ * An error result: the code and message, and the same message as a text part so a client can
+ * forward `content` as the call's output in every case.
+ */
+export function errorResult(options: {
+  code: CallErrorCode;
+  message: string;
+  label?: string;
+  repairs?: string[];
+  durationMs?: number;
+}): CallResult {
+  return {
+    content: [{ type: 'text', text: `Error (${options.code}): ${options.message}` }],
+    detailsJson: '',
+    completedLabel: options.label ?? '',
+    terminateTurn: false,
+    error: { code: options.code, message: options.message },
+    repairs: options.repairs ?? [],
+    durationMs: options.durationMs ?? 0,
+  };
+}
+
+/**
+ * The result of a tool that returned: text parts cut head and tail at `maxTextChars` (saying how
+ * much was cut), details as JSON text (safe against cycles and BigInt).
+ */
+export function successResult(options: {
+  result: AgentToolResult;
+  completedLabel: string;
+  maxTextChars: number;
+  repairs: string[];
+  durationMs: number;
+}): CallResult {
+  const { result } = options;
+  const content: ContentPart[] = Array.isArray(result.content) ? result.content.map((part) => limitPart(part, options.maxTextChars)) : [];
+  return {
+    content,
+    detailsJson: result.details === undefined ? '' : safeJsonStringify(result.details),
+    completedLabel: options.completedLabel,
+    terminateTurn: result.terminate === true,
+    repairs: options.repairs,
+    durationMs: options.durationMs,
+  };
+}
+
+function limitPart(part: ContentPart, maxChars: number): ContentPart {
+  if (part.type !== 'text' || part.text.length <= maxChars) return part;
+  return { type: 'text', text: truncateMiddle(part.text, maxChars).text };
+}
+
+/**
+ * JSON.stringify that never throws: BigInt becomes a string, a repeated (cyclic) object becomes
+ * "[Circular]", and anything else unserialisable becomes its String().
+ */
+export function safeJsonStringify(value: unknown): string {
+  try {
+    return JSON.stringify(value, bigintReplacer) ?? '';
+  } catch {
+    const seen = new WeakSet<object>();
+    try {
+      return (
+        JSON.stringify(value, (_key, inner: unknown) => {
+          if (typeof inner === 'bigint') return inner.toString();
+          if (typeof inner === 'object' && inner !== null) {
+            if (seen.has(inner)) return '[Circular]';
+            seen.add(inner);
+          }
+          return inner;
+        }) ?? ''
+      );
+    } catch (error) {
+      return JSON.stringify({ unserialisable: String(error) });
+    }
+  }
+}
+
+function bigintReplacer(_key: string, value: unknown): unknown {
+  return typeof value === 'bigint' ? value.toString() : value;
+}

@@ -1,0 +1,45 @@
+import type { ContentPart, PresentationEvent } from '../../src/index.js';
+
+/** The error codes a call's result can carry (the proto's ToolError.code). */
+export type CallErrorCode =
+  | 'invalid_arguments'
+  | 'arguments_too_large'
+  | 'unknown_tool'
+  | 'duplicate_call_id'
+  | 'tool_failed'
+  | 'timeout'
+  | 'aborted'
+  | 'too_many_calls'
+  | 'internal';
+
+/** How one call ended, as the client sees it. */
+export interface CallResult {
+  /** What the model sees; on an error, a text part with the model-facing message. */
+  content: ContentPart[];
+  /** The details as JSON text; empty when the tool gave none. */
+  detailsJson: string;
+  completedLabel: string;
+  terminateTurn: boolean;
+  error?: { code: CallErrorCode; message: string };
+  /** The repair steps applied to the arguments, in order. */
+  repairs: string[];
+  /** Time the tool ran, scheduling wait excluded. */
+  durationMs: number;
+}
+
+/** What a turn session streams out, tagged by call id. */
+export type TurnEvent =
+  | { type: 'activity-started'; callId: string; label: string }
+  | { type: 'presentation'; callId: string; event: PresentationEvent }
+  | { type: 'result'; callId: string; result: CallResult };
+
+/** One call as a client asks for it (decoded from the proto's CallTool). */
+export interface CallRequest {
+  callId: string;
+  name: string;
+  /** Empty when the tool has no namespace. */
+  namespace: string;
+  argumentsJson: string;
+  /** 0 means the sidecar's default. */
+  deadlineMs: number;
+}

@@ -1,0 +1,139 @@
+import {
+  agentToolMap,
+  toolKey,
+  validateToolArguments,
+  type Logger,
+  type WorkerAgentTool,
+} from '../../src/index.js';
+import type { SidecarLimits } from '../config.js';
+import { errorResult } from './build-result.js';
+import { createCallScheduler } from './call-scheduler.js';
+import { createEventQueue } from './event-queue.js';
+import { executeCall, type RunningCall } from './execute-call.js';
+import type { CallRequest, TurnEvent } from './turn-event.js';
+
+/** One turn's calls: scheduling, execution and the stream of what happens. */
+export interface TurnSession {
+  /**
+   * Takes one call, in the order received. Never throws: every call gets exactly one `result`
+   * event (unknown tool, duplicate id, too many calls and bad arguments get one at once).
+   */
+  call(request: CallRequest): void;
+  /** Aborts one call (its result comes with code `aborted`); an unknown or finished id is ignored. */
+  cancel(callId: string, reason?: string): void;
+  /** No more calls: `events` ends once every running call has sent its result. */
+  endInput(): void;
+  /**
+   * Ends the turn: aborts every call still waiting or running (their tools' children too) and
+   * ends `events` once each has settled or passed its abort grace.
+   */
+  abort(reason?: string): void;
+  /** Everything that happens, in order, for one consumer. */
+  readonly events: AsyncIterable<TurnEvent>;
+  /** Calls waiting or running. */
+  readonly activeCalls: number;
+}
+
+/**
+ * Creates a turn session over an assembled tool set.
+ *
+ * Scheduling follows the proto: parallel tools run together, a sequential one waits for every
+ * call received before it and holds back every later one. Each call's signal fires on cancel,
+ * on its deadline (`deadline_ms`, 0 → `limits.defaultCallDeadlineMs`, capped at
+ * `limits.maxCallDeadlineMs`) and when the turn ends; its controller is aborted when the call
+ * ends however it ends, so a tool's child processes never outlive it.
+ */
+export function createTurnSession(options: {
+  tools: WorkerAgentTool[];
+  limits: SidecarLimits;
+  logger: Logger;
+  /** Labels for log lines (agent, turn). */
+  logFields?: Record<string, unknown>;
+  now?: () => number;
+}): TurnSession {
+  const { limits, logger } = options;
+  const now = options.now ?? (() => performance.now());
+  const toolMap = agentToolMap(options.tools);
+  const scheduler = createCallScheduler();
+  const queue = createEventQueue<TurnEvent>();
+  const running = new Map<string, RunningCall>();
+  const seen = new Set<string>();
+  let inputEnded = false;
+  let aborted = false;
+  let abortReason = 'the turn ended';
+
+  const push = (event: TurnEvent) => queue.push(event);
+  const maybeEnd = () => {
+    if ((inputEnded || aborted) && running.size === 0) queue.end();
+  };
+  const fail = (callId: string, code: Parameters<typeof errorResult>[0]['code'], message: string, repairs?: string[]) =>
+    push({ type: 'result', callId, result: errorResult({ code, message, repairs }) });
+
+  return {
+    events: queue,
+    get activeCalls() {
+      return running.size;
+    },
+    call(request) {
+      const { callId } = request;
+      if (inputEnded || aborted) return;
+      if (seen.has(callId)) {
+        fail(callId, 'duplicate_call_id', `call_id "${callId}" was already used in this turn; every call needs its own id.`);
+        return;
+      }
+      seen.add(callId);
+      if (running.size >= limits.maxConcurrentCallsPerTurn) {
+        fail(
+          callId,
+          'too_many_calls',
+          `this turn already has ${running.size} calls in flight (the limit is ${limits.maxConcurrentCallsPerTurn}); wait for some results and call again.`,
+        );
+        return;
+      }
+      const tool = toolMap.get(toolKey(request.name, request.namespace || undefined));
+      if (!tool) {
+        const shown = request.namespace ? `${request.namespace}.${request.name}` : request.name;
+        fail(callId, 'unknown_tool', `there is no tool named "${shown}" in this turn; call one of the tools you were given.`);
+        return;
+      }
+      const validation = validateToolArguments(tool, request.argumentsJson, { maxBytes: limits.maxArgumentsBytes });
+      const repairs = validation.repairs.map(String);
+      if (!validation.ok) {
+        fail(callId, validation.error.code, validation.error.message, repairs);
+        return;
+      }
+      const requested = request.deadlineMs > 0 ? request.deadlineMs : limits.defaultCallDeadlineMs;
+      const call = executeCall({
+        callId,
+        tool,
+        params: validation.value,
+        repairs,
+        deadlineMs: Math.min(requested, limits.maxCallDeadlineMs),
+        ticket: scheduler.enter(tool.executionMode),
+        limits,
+        logger,
+        now,
+        push,
+        onSettled: () => {
+          running.delete(callId);
+          maybeEnd();
+        },
+      });
+      running.set(callId, call);
+    },
+    cancel(callId, reason) {
+      running.get(callId)?.abort('aborted', reason ? `the call was cancelled: ${reason}` : 'the call was cancelled');
+    },
+    endInput() {
+      inputEnded = true;
+      maybeEnd();
+    },
+    abort(reason) {
+      if (reason) abortReason = reason;
+      aborted = true;
+      for (const call of [...running.values()]) call.abort('aborted', abortReason);
+      if (running.size > 0) logger.debug('turn aborted with calls running', { ...options.logFields, calls: running.size });
+      maybeEnd();
+    },
+  };
+}
