@@ -78,15 +78,14 @@ export function zodIssues(error: z.ZodError, input: unknown): ArgumentIssue[] {
           message: got === undefined ? 'required' : `expected ${issue.expected}, got ${typeName(got)} ${describeValue(got)}`,
         });
         break;
-      case 'invalid_value':
-        issues.push({
-          path,
-          message:
-            issue.values.length === 1
-              ? `expected ${describeValue(issue.values[0])}, got ${describeValue(got)}`
-              : `expected one of ${issue.values.map((v) => (typeof v === 'string' ? v : describeValue(v))).join(' | ')}, got ${describeValue(got)}`,
-        });
+      case 'invalid_value': {
+        const expected =
+          issue.values.length === 1
+            ? describeValue(issue.values[0])
+            : `one of ${issue.values.map((v) => (typeof v === 'string' ? v : describeValue(v))).join(' | ')}`;
+        issues.push({ path, message: got === undefined ? `required, expected ${expected}` : `expected ${expected}, got ${describeValue(got)}` });
         break;
+      }
       case 'unrecognized_keys':
         for (const key of issue.keys) issues.push({ path: path === '' ? key : `${path}.${key}`, message: 'unexpected field' });
         break;
