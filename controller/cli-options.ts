@@ -1,0 +1,126 @@
+import { parseArgs } from 'node:util';
+import { ToolRuntimeError } from '../src/index.js';
+import type { ToolSearchMode } from './loop/collect-provider-tools.js';
+
+/** The controller CLI's settings, after flags and environment. */
+export interface CliOptions {
+  help: boolean;
+  prompt: string;
+  /** A workspace folder to use as is; a temporary copy of the sample workspace when absent. */
+  workspace?: string;
+  /** `HOST:PORT` of a running sidecar; one is started when absent. */
+  sidecar?: string;
+  tokenFile?: string;
+  /** Use the embedded model (no key, no network). */
+  embedded: boolean;
+  baseURL?: string;
+  apiKey?: string;
+  model: string;
+  stream: boolean;
+  toolSearch: ToolSearchMode;
+  flattenNamespaces: boolean;
+  maxModelCalls: number;
+  eventsFile?: string;
+  agentId: string;
+  quiet: boolean;
+}
+
+/** The default prompt of `npm start`. */
+export const DEFAULT_PROMPT = 'Look around this project and tell me what it is and what it contains.';
+
+/** The `--help` text. */
+export const USAGE = `Usage: npm start -- [options]
+
+Runs one agent turn: starts a tool sidecar over a workspace, calls the model in a loop and
+dispatches its tool calls to the sidecar, prints live progress and the final answer.
+
+Options:
+  --prompt TEXT           the user's message (default: "${DEFAULT_PROMPT}")
+  --workspace DIR         the sidecar's workspace (default: a temporary copy of controller/sample-workspace)
+  --sidecar HOST:PORT     use a running sidecar instead of starting one
+  --token-file FILE       bearer token for --sidecar (first line of FILE)
+  --base-url URL          a Responses API endpoint (default: OPENAI_BASE_URL; with neither a key nor
+                          a URL, the embedded scripted model is used)
+  --model NAME            the model (default: gpt-5.4; the embedded model ignores it)
+  --embedded              use the embedded scripted model even when OPENAI_API_KEY is set
+  --stream / --no-stream  stream the model's responses over SSE (default: --stream)
+  --tool-search MODE      hosted | client: how deferred tools are found (default: hosted for
+                          api.openai.com, client for any other endpoint)
+  --flatten-namespaces    send namespaced tools as plain functions named namespace__name
+  --max-model-calls N     stop after N model calls (default 50)
+  --events-file FILE      write the turn's events as JSON lines to FILE
+  --agent-id ID           the agent the turn belongs to (default: cli-agent)
+  --quiet                 print only the final answer
+  --help                  this text
+
+Environment: OPENAI_API_KEY (the key), OPENAI_BASE_URL (the endpoint), as the openai SDK reads them.
+Exit status: 0 when the turn completed; 1 with a one-line reason otherwise; 2 on bad usage.`;
+
+/**
+ * Parses the CLI flags (and `OPENAI_API_KEY` / `OPENAI_BASE_URL` from `env`).
+ *
+ * @throws ToolRuntimeError `invalid_request` on an unknown flag or a bad value.
+ */
+export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        help: { type: 'boolean', short: 'h' },
+        prompt: { type: 'string' },
+        workspace: { type: 'string' },
+        sidecar: { type: 'string' },
+        'token-file': { type: 'string' },
+        'base-url': { type: 'string' },
+        model: { type: 'string' },
+        embedded: { type: 'boolean' },
+        stream: { type: 'boolean' },
+        'no-stream': { type: 'boolean' },
+        'tool-search': { type: 'string' },
+        'flatten-namespaces': { type: 'boolean' },
+        'max-model-calls': { type: 'string' },
+        'events-file': { type: 'string' },
+        'agent-id': { type: 'string' },
+        quiet: { type: 'boolean' },
+      },
+    }).values;
+  } catch (error) {
+    throw new ToolRuntimeError('invalid_request', (error as Error).message);
+  }
+  const apiKey = env.OPENAI_API_KEY || undefined;
+  const baseURL = parsed['base-url'] ?? (env.OPENAI_BASE_URL || undefined);
+  const embedded = parsed.embedded === true || (!apiKey && !parsed['base-url']);
+  const onOpenAI = !embedded && (!baseURL || new URL(baseURL).hostname === 'api.openai.com');
+  const toolSearch = parsed['tool-search'] ?? (onOpenAI ? 'hosted' : 'client');
+  if (toolSearch !== 'hosted' && toolSearch !== 'client') {
+    throw new ToolRuntimeError('invalid_request', `--tool-search must be "hosted" or "client", not "${toolSearch}"`);
+  }
+  const maxModelCalls = Number(parsed['max-model-calls'] ?? 50);
+  if (!Number.isInteger(maxModelCalls) || maxModelCalls < 1) {
+    throw new ToolRuntimeError('invalid_request', `--max-model-calls must be a positive integer, not "${parsed['max-model-calls']}"`);
+  }
+  if (parsed['token-file'] && !parsed.sidecar) throw new ToolRuntimeError('invalid_request', '--token-file goes with --sidecar');
+  if (parsed.sidecar && parsed.workspace) throw new ToolRuntimeError('invalid_request', '--workspace starts a sidecar; it cannot be used with --sidecar');
+  if (parsed.stream && parsed['no-stream']) throw new ToolRuntimeError('invalid_request', 'choose one of --stream and --no-stream');
+  return {
+    help: parsed.help === true,
+    prompt: parsed.prompt ?? DEFAULT_PROMPT,
+    ...(parsed.workspace ? { workspace: parsed.workspace } : {}),
+    ...(parsed.sidecar ? { sidecar: parsed.sidecar } : {}),
+    ...(parsed['token-file'] ? { tokenFile: parsed['token-file'] } : {}),
+    embedded,
+    ...(baseURL && !embedded ? { baseURL } : {}),
+    ...(apiKey ? { apiKey } : {}),
+    model: parsed.model ?? 'gpt-5.4',
+    stream: parsed['no-stream'] !== true,
+    toolSearch,
+    flattenNamespaces: parsed['flatten-namespaces'] === true,
+    maxModelCalls,
+    ...(parsed['events-file'] ? { eventsFile: parsed['events-file'] } : {}),
+    agentId: parsed['agent-id'] ?? 'cli-agent',
+    quiet: parsed.quiet === true,
+  };
+}

@@ -1,0 +1,139 @@
+import { randomUUID } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { errorMessage, isToolRuntimeError } from '../src/index.js';
+import { parseCliOptions, USAGE, type CliOptions } from './cli-options.js';
+import { runTurn, type TurnOutcome } from './loop/run-turn.js';
+import type { TurnEvent } from './loop/turn-events.js';
+import { startEmbeddedModel, EMBEDDED_MODEL_NAME } from './model/embedded-model.js';
+import { createOpenAIResponsesModel } from './model/openai-responses-model.js';
+import { createSidecarClient } from './sidecar-client/create-sidecar-client.js';
+import { spawnSidecar, type SpawnedSidecar } from './sidecar-client/spawn-sidecar.js';
+import { renderTurnEvent } from './render-turn-event.js';
+
+const sampleWorkspace = fileURLToPath(new URL('./sample-workspace/', import.meta.url));
+
+/** What the CLI needs from its process. */
+export interface CliIo {
+  argv: string[];
+  env: NodeJS.ProcessEnv;
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+  /** Ctrl-C: aborts the turn and stops the sidecar. */
+  signal: AbortSignal;
+}
+
+/**
+ * The controller CLI: one text turn from one command. Returns the exit code (0 completed, 1 failed
+ * with a one-line reason on stderr, 2 bad usage). Everything it starts (the sidecar child, the
+ * embedded model, the temporary workspace) is stopped before it returns, also on abort.
+ */
+export async function runCli(io: CliIo): Promise<number> {
+  let options: CliOptions;
+  try {
+    options = parseCliOptions(io.argv, io.env);
+  } catch (error) {
+    io.stderr.write(`error: ${errorMessage(error)}\n\n${USAGE}\n`);
+    return 2;
+  }
+  if (options.help) {
+    io.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const cleanups: Array<() => Promise<void>> = [];
+  const progress = (line: string) => {
+    if (!options.quiet) io.stderr.write(`${line}\n`);
+  };
+  try {
+    const outcome = await runOneTurn(options, io, cleanups, progress);
+    if (outcome.status === 'completed' || outcome.status === 'terminated') {
+      io.stdout.write(`${outcome.finalText}\n`);
+      return 0;
+    }
+    io.stderr.write(`error: turn ${outcome.status}: ${outcome.error ?? 'no reason given'}\n`);
+    return 1;
+  } catch (error) {
+    const reason = isToolRuntimeError(error, 'aborted') || io.signal.aborted ? 'aborted' : errorMessage(error);
+    io.stderr.write(`error: ${reason.split('\n')[0]}\n`);
+    return 1;
+  } finally {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
+  }
+}
+
+async function runOneTurn(
+  options: CliOptions,
+  io: CliIo,
+  cleanups: Array<() => Promise<void>>,
+  progress: (line: string) => void,
+): Promise<TurnOutcome> {
+  const { signal } = io;
+  let address = options.sidecar;
+  let token: string | undefined;
+  let spawned: SpawnedSidecar | undefined;
+  if (options.tokenFile) token = (await readFile(options.tokenFile, 'utf8')).split('\n')[0]?.trim();
+  if (!address) {
+    let workspace = options.workspace;
+    if (!workspace) {
+      const copy = await mkdtemp(join(tmpdir(), 'controller-workspace-'));
+      cleanups.push(() => rm(copy, { recursive: true, force: true }));
+      await cp(sampleWorkspace, copy, { recursive: true });
+      workspace = copy;
+    }
+    progress(`▶ starting the sidecar over ${workspace}`);
+    spawned = await spawnSidecar({ workspace, signal });
+    const sidecar = spawned;
+    cleanups.push(() => sidecar.stop());
+    address = spawned.address;
+  }
+
+  let baseURL = options.baseURL;
+  if (options.embedded) {
+    const embedded = await startEmbeddedModel({ signal });
+    cleanups.push(() => embedded.close());
+    baseURL = embedded.baseURL;
+  }
+  const model = createOpenAIResponsesModel({
+    model: options.embedded ? EMBEDDED_MODEL_NAME : options.model,
+    apiKey: options.embedded ? 'embedded-no-key' : (options.apiKey ?? ''),
+    ...(baseURL ? { baseURL } : {}),
+    stream: options.stream,
+    includeEncryptedReasoning: !options.embedded && (!baseURL || new URL(baseURL).hostname === 'api.openai.com'),
+  });
+
+  let events: NodeJS.WritableStream | undefined;
+  if (options.eventsFile) {
+    const file = createWriteStream(options.eventsFile);
+    events = file;
+    cleanups.push(() => new Promise<void>((resolve) => file.end(() => resolve())));
+  }
+  const onEvent = (event: TurnEvent) => {
+    events?.write(`${JSON.stringify({ time: new Date().toISOString(), ...event })}\n`);
+    const line = renderTurnEvent(event);
+    if (line) progress(line);
+  };
+
+  const client = createSidecarClient({ address, ...(token ? { token } : {}) });
+  cleanups.push(async () => client.close());
+  const turnId = randomUUID();
+  const turn = await client.openTurn({ agentId: options.agentId, turnId, kind: 'text' }, { signal });
+  try {
+    return await runTurn({
+      model,
+      turn,
+      prompt: options.prompt,
+      toolSearch: options.toolSearch,
+      flattenNamespaces: options.flattenNamespaces,
+      maxModelCalls: options.maxModelCalls,
+      signal,
+      onEvent,
+      turnId,
+    });
+  } finally {
+    if (signal.aborted) turn.abort();
+    else await turn.close({ timeoutMs: 5_000 });
+  }
+}

@@ -1,0 +1,85 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { ToolRuntimeError } from '../../src/index.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+/** A sidecar child process that is listening. */
+export interface SpawnedSidecar {
+  /** `127.0.0.1:PORT`, as the sidecar printed it. */
+  address: string;
+  child: ChildProcess;
+  /** What the child wrote on stderr (its logs), the last 64 KiB. */
+  stderr(): string;
+  /** SIGTERM, then SIGKILL after `graceMs` (default 5 s); resolves when the child has exited. */
+  stop(options?: { graceMs?: number }): Promise<void>;
+}
+
+/**
+ * Starts `tsx sidecar/main.ts --listen 127.0.0.1:0 --workspace <workspace> ...extraArgs` and waits
+ * for its `{"event":"listening","address":...}` line.
+ *
+ * @throws ToolRuntimeError `sidecar_unavailable` when the child exits first or does not listen
+ *   within `timeoutMs` (default 30 s); `aborted` when `signal` aborts (the child is killed).
+ */
+export async function spawnSidecar(options: {
+  workspace: string;
+  extraArgs?: string[];
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}): Promise<SpawnedSidecar> {
+  const child = spawn(
+    `${root}node_modules/.bin/tsx`,
+    [`${root}sidecar/main.ts`, '--listen', '127.0.0.1:0', '--workspace', options.workspace, ...(options.extraArgs ?? [])],
+    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr = (stderr + chunk).slice(-65_536);
+  });
+  const exited = once(child, 'exit').then(() => undefined);
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  try {
+    const address = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new ToolRuntimeError('sidecar_unavailable', `the sidecar did not listen within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+      const onAbort = () => reject(new ToolRuntimeError('aborted', 'starting the sidecar was aborted'));
+      if (options.signal?.aborted) onAbort();
+      options.signal?.addEventListener('abort', onAbort, { once: true });
+      createInterface({ input: child.stdout! }).on('line', (line) => {
+        try {
+          const event = JSON.parse(line) as { event?: string; address?: string };
+          if (event.event === 'listening' && typeof event.address === 'string') {
+            clearTimeout(timer);
+            options.signal?.removeEventListener('abort', onAbort);
+            resolve(event.address);
+          }
+        } catch {
+          // not a JSON line
+        }
+      });
+      child.once('error', (error) => reject(new ToolRuntimeError('sidecar_unavailable', `could not start the sidecar: ${error.message}`)));
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        const lastLine = stderr.trim().split('\n').pop() ?? '';
+        reject(new ToolRuntimeError('sidecar_unavailable', `the sidecar exited (${code ?? signal}) before listening: ${lastLine}`));
+      });
+    });
+    const stop = async ({ graceMs = 5_000 } = {}) => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(timer);
+    };
+    return { address, child, stderr: () => stderr, stop };
+  } catch (error) {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited;
+    throw error;
+  }
+}
