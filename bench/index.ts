@@ -4,6 +4,8 @@ import type { BenchRow, BenchSuite } from './bench-row.js';
 
 const suites: Array<[string, () => Promise<{ run: BenchSuite }>]> = [
   // Each suite registers here, in the order the table shows them.
+  ['arguments', () => import('./suites/arguments.js')],
+  ['sidecar', () => import('./suites/sidecar.js')],
 ];
 
 function format(value: number): string {
