@@ -1,29 +1,35 @@
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import { Ajv, type ValidateFunction } from 'ajv';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { JSONObject } from '../json.js';
 
 /** A compiled raw schema, or why it could not be compiled. */
 export type CompiledJsonSchema = { ok: true; validate: ValidateFunction } | { ok: false; message: string };
 
+type AnyAjv = Ajv | Ajv2020;
+
 const options = { allErrors: true, strict: false, logger: false, validateFormats: false } as const;
-let shared: Ajv2020 | undefined;
+let draft2020: Ajv2020 | undefined;
+let draft07: Ajv | undefined;
 
 // Keyed on the schema object: a tool owner who keeps the schema in a module constant pays for
 // compilation once per process, although tools are rebuilt every turn.
 const compiled = new WeakMap<JSONObject, CompiledJsonSchema>();
 
 /**
- * Compiles a tool's raw JSON Schema with ajv (draft 2020-12; a draft-07 `$schema` is read as
- * 2020-12, whose keywords it shares for tool parameters), once per schema object. Never throws:
- * a schema ajv rejects yields `{ ok: false, message }`.
+ * Compiles a tool's raw JSON Schema with ajv, once per schema object: draft-07 (and older) when its
+ * `$schema` says so, else draft 2020-12 (what zod and OpenAI write). Formats are not checked (the
+ * owner's service does that). Never throws: a schema ajv rejects yields `{ ok: false, message }`.
  */
 export function compileJsonSchema(schema: JSONObject): CompiledJsonSchema {
   const cached = compiled.get(schema);
   if (cached) return cached;
   let result: CompiledJsonSchema;
-  const { $schema: _ignored, ...rest } = schema;
+  // The dialect picks the ajv class; `$schema` itself is dropped so ajv does not look it up.
+  const { $schema, ...rest } = schema;
+  const legacy = typeof $schema === 'string' && /draft-0[4-7]/.test($schema);
   try {
-    shared ??= new Ajv2020(options);
-    result = { ok: true, validate: compileIsolated(shared, rest) };
+    const ajv = legacy ? (draft07 ??= new Ajv(options)) : (draft2020 ??= new Ajv2020(options));
+    result = { ok: true, validate: compileIsolated(ajv, rest, legacy) };
   } catch (error) {
     result = { ok: false, message: `the tool's JSON Schema cannot be compiled: ${(error as Error).message}` };
   }
@@ -31,12 +37,14 @@ export function compileJsonSchema(schema: JSONObject): CompiledJsonSchema {
   return result;
 }
 
-function compileIsolated(ajv: Ajv2020, schema: JSONObject): ValidateFunction {
+function compileIsolated(ajv: AnyAjv, schema: JSONObject, legacy: boolean): ValidateFunction {
   try {
     return ajv.compile(schema);
   } catch (error) {
     // Two different schemas with the same `$id` cannot share one ajv instance: give this one its own.
-    if (typeof schema.$id === 'string' && /already exists/.test((error as Error).message)) return new Ajv2020(options).compile(schema);
+    if (typeof schema.$id === 'string' && /already exists/.test((error as Error).message)) {
+      return (legacy ? new Ajv(options) : new Ajv2020(options)).compile(schema);
+    }
     throw error;
   }
 }

@@ -176,3 +176,38 @@ describe('validateToolArguments', () => {
     });
   });
 });
+
+describe('raw JSON Schema dialects', () => {
+  const execute = async () => textResult('ok');
+
+  it('reads a draft-07 schema as draft-07 (tuple items, definitions)', () => {
+    const tool = defineWorkerTool({
+      name: 'point',
+      description: 'A point.',
+      jsonSchema: {
+        $schema: 'http://json-schema.org/draft-07/schema#',
+        type: 'object',
+        definitions: { coord: { type: 'number' } },
+        properties: { xy: { type: 'array', items: [{ $ref: '#/definitions/coord' }, { $ref: '#/definitions/coord' }], additionalItems: false } },
+        required: ['xy'],
+      },
+      execute,
+    });
+    expect(validateToolArguments(tool, '{"xy":[1,2]}')).toEqual({ ok: true, value: { xy: [1, 2] }, repairs: [] });
+    const bad = validateToolArguments(tool, '{"xy":[1,"2"]}');
+    expect(bad.ok).toBe(false);
+    if (!bad.ok) expect(bad.error.message).toBe('Invalid arguments for tool `point`:\n- xy[1]: expected number, got string "2"');
+  });
+
+  it('compiles two schemas that share an $id', () => {
+    const make = (max: number) =>
+      defineWorkerTool({
+        name: `cap_${max}`,
+        description: 'Capped.',
+        jsonSchema: { $id: 'https://example.test/capped', type: 'object', properties: { n: { type: 'number', maximum: max } } },
+        execute,
+      });
+    expect(validateToolArguments(make(1), '{"n":2}').ok).toBe(false);
+    expect(validateToolArguments(make(5), '{"n":2}').ok).toBe(true);
+  });
+});
