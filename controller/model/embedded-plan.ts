@@ -134,7 +134,7 @@ export function planEmbeddedResponse(body: { tools?: unknown; input?: unknown })
 }
 
 function answer(prompt: string, listed: string[], reads: Array<{ item: ResponseItem; output: string }>, toolCount: number): string {
-  const lines = [`You asked: "${prompt.trim() || '(no prompt)'}". Here is what I found using the tools.`];
+  const lines = [`You asked: "${prompt.trim() || '(no prompt)'}"`, 'Here is what I found using the tools:'];
   if (listed.length > 0) {
     const shown = listed.slice(0, 12);
     lines.push(`- list_files shows ${listed.length} file${listed.length === 1 ? '' : 's'}: ${shown.join(', ')}${listed.length > shown.length ? ', …' : ''}.`);
