@@ -90,10 +90,12 @@ export function zodIssues(error: z.ZodError, input: unknown): ArgumentIssue[] {
         for (const key of issue.keys) issues.push({ path: path === '' ? key : `${path}.${key}`, message: 'unexpected field' });
         break;
       case 'invalid_union':
-        issues.push({ path, message: `does not match any allowed shape, got ${describeValue(got)}` });
+        issues.push({ path, message: `does not match any allowed shape, got ${describeValue(got)}${closestBranch(issue.errors, issue.path, input)}` });
         break;
-      default:
-        issues.push({ path, message: lowerFirst(issue.message.replace(/^Invalid input: /, '')) });
+      default: {
+        const message = lowerFirst(issue.message.replace(/^Invalid input: /, ''));
+        issues.push({ path, message: got === undefined ? message : `${message}, got ${describeValue(got)}` });
+      }
     }
   }
   return issues;
@@ -127,6 +129,17 @@ export function ajvIssues(errors: readonly ErrorObject[], input: unknown): Argum
         return { path, message: `${error.message ?? error.keyword}, got ${describeValue(got)}` };
     }
   });
+}
+
+/** The first problem of the union branch that came closest (fewest issues), as a hint. */
+function closestBranch(branches: readonly (readonly z.core.$ZodIssue[])[], base: readonly PropertyKey[], input: unknown): string {
+  let best: readonly z.core.$ZodIssue[] | undefined;
+  for (const branch of branches) if (branch.length > 0 && (best === undefined || branch.length < best.length)) best = branch;
+  const first = best?.[0];
+  if (first === undefined) return '';
+  const path = [...base, ...first.path];
+  const [line] = zodIssues({ issues: [{ ...first, path }] } as unknown as z.ZodError, input);
+  return line ? ` (closest option: ${line.path === '' ? '' : `${line.path}: `}${line.message})` : '';
 }
 
 function lowerFirst(text: string): string {

@@ -83,7 +83,8 @@ function walk(schema: z.ZodType, value: unknown, path: string, state: WalkState)
 function walkObject(shape: Record<string, z.ZodType>, value: Record<string, unknown>, path: string, state: WalkState): unknown {
   let out: Record<string, unknown> | undefined;
   for (const key of Object.keys(value)) {
-    const field = shape[key];
+    // `hasOwn`: a model's `constructor` or `__proto__` key must not find Object.prototype's members.
+    const field = Object.hasOwn(shape, key) ? shape[key] : undefined;
     const fieldPath = path === '' ? key : `${path}.${key}`;
     if (field === undefined) {
       if (state.reject) state.unknownFields.push(fieldPath);

@@ -46,7 +46,8 @@ export function validateToolArguments<TParams>(
     if (typeof argumentsJson !== 'string') {
       return invalid(`Invalid arguments for tool \`${tool.name}\`: expected a JSON string, got ${argumentsJson === null ? 'null' : typeof argumentsJson}`, repairs);
     }
-    const maxBytes = options.maxBytes ?? DEFAULT_MAX_ARGUMENT_BYTES;
+    // A cap that is not a number >= 0 is a caller's slip: fall back to the default, never to no cap.
+    const maxBytes = typeof options.maxBytes === 'number' && options.maxBytes >= 0 ? options.maxBytes : DEFAULT_MAX_ARGUMENT_BYTES;
     // A UTF-16 unit is 1 to 3 UTF-8 bytes: only a string in between needs counting.
     if (argumentsJson.length > maxBytes || (argumentsJson.length * 3 > maxBytes && Buffer.byteLength(argumentsJson, 'utf8') > maxBytes)) {
       return {

@@ -89,6 +89,8 @@ const cases: Case[] = [
   { name: 'strict: null for a required field stays an error', tool: todo, input: '{"todos":null,"merge":null}', expected: fail(['- todos: expected array, got null null'], 'null_to_absent') },
   { name: 'strict: extra top-level field', tool: todo, input: '{"todos":[],"merge":false,"reason":"x"}', expected: fail(['- reason: unexpected field']) },
   { name: 'strict: extra nested field', tool: todo, input: '{"todos":[{"id":1,"title":"t","status":"pending","note":null,"priority":"high"}],"merge":false}', expected: fail(['- todos[0].priority: unexpected field'], 'null_to_absent') },
+  { name: 'strict: prototype-named fields are just unexpected', tool: todo, input: '{"todos":[],"constructor":{},"__proto__":{"merge":true}}', expected: fail(['- constructor: unexpected field', '- __proto__: unexpected field']) },
+  { name: 'too short a string, with what was sent', tool: writeFile, input: '{"path":"","content":"hi"}', expected: fail(['- path: too small: expected string to have >=1 characters, got ""']) },
   { name: 'non-strict: extra field is stripped', tool: writeFile, input: '{"path":"a.txt","content":"hi","reason":"x"}', expected: ok(file) },
 
   // Raw JSON Schema (ajv).

@@ -68,7 +68,7 @@ describe('validateToolArguments', () => {
     expect(validateToolArguments(tool, '{"shape":{"kind":"box","w":2,"h":null}}')).toEqual({ ok: true, value: { shape: { kind: 'box', w: 2 } }, repairs: ['null_to_absent'] });
     const bad = validateToolArguments(tool, '{"shape":{"kind":"tri"}}');
     expect(bad.ok).toBe(false);
-    if (!bad.ok) expect(bad.error.message).toContain('- shape: does not match any allowed shape, got {"kind":"tri"}');
+    if (!bad.ok) expect(bad.error.message).toBe('Invalid arguments for tool `shape`:\n- shape: does not match any allowed shape, got {"kind":"tri"} (closest option: shape.kind: expected "circle", got "tri")');
   });
 
   it('does not touch null or extra fields for a non-strict tool', () => {
@@ -164,6 +164,14 @@ describe('validateToolArguments', () => {
         expect(typeof result.ok).toBe('boolean');
         if (!result.ok) expect(['invalid_arguments', 'arguments_too_large']).toContain(result.error.code);
       }
+    }
+  });
+
+  it('falls back to the default cap when maxBytes is not a number >= 0', () => {
+    for (const maxBytes of [Number.NaN, -1]) {
+      expect(validateToolArguments(writeFile, '{"path":"a","content":"b"}', { maxBytes }).ok).toBe(true);
+      const big = validateToolArguments(writeFile, `{"path":"a","content":"${'x'.repeat(1024 * 1024)}"}`, { maxBytes });
+      expect(big.ok ? 'ok' : big.error.code).toBe('arguments_too_large');
     }
   });
 
