@@ -32,7 +32,7 @@ describe('collectProviderTools', () => {
     const result = collectProviderTools(tools, { toolSearch: 'client', flattenNamespaces: false });
     expect(JSON.stringify(result)).not.toContain('"deep"');
     expect(result.map((t) => `${t.type}:${String(t.name)}`)).toEqual(['function:echo', 'namespace:ns', 'function:plain', 'function:tool_search']);
-    expect((result[3] as { parameters: { required: string[] } }).parameters.required).toEqual(['query']);
+    expect((result[3] as unknown as { parameters: { required: string[] } }).parameters.required).toEqual(['query']);
   });
 
   it('flattens namespaced tools to namespace__name', () => {
