@@ -1,18 +1,55 @@
+import path from 'node:path';
+import { createJsonLogger, type Logger } from '../src/index.js';
+import { createBrainTools } from './categories/brain.js';
+import { BrainIndex } from './categories/brain/brain-index.js';
 import type { Catalogs } from './categories/category.js';
+import { createComputerTools } from './categories/computer.js';
+import { createSkillsProjection, createSkillsState } from './categories/skills.js';
+import { createSubmitResultTools } from './categories/submit-result.js';
 import { createTodoStore, createTodoTools } from './categories/todo.js';
+import { createWebTools } from './categories/web.js';
 import type { SidecarConfig } from './config.js';
+
+/** The catalogs, plus `close()` for the sidecar-lifetime state they hold (the Brain database). */
+export interface SidecarCatalogs extends Catalogs {
+  close(): void;
+}
 
 /**
  * The sidecar's two ordered catalogs, as in the seed: explicit and ordered, no discovery. If a
  * tool's creator is in the list (and returns it for the turn), the tool is available; if not, not.
- * Sidecar-lifetime state (the todo store, indexes, caches) is made here once and shared by turns.
+ * Sidecar-lifetime state (the todo store, the Brain index, the skill files and MCP tool listings)
+ * is made here once and shared by turns; `close()` releases it.
  */
-export function createCatalogs(config: SidecarConfig): Catalogs {
+export function createCatalogs(config: SidecarConfig, options: { logger?: Logger } = {}): SidecarCatalogs {
+  const logger = options.logger ?? createJsonLogger({ fields: { component: 'categories' } });
   const todoStore = createTodoStore({ dir: config.stateDir });
+  const skills = createSkillsState(config, { logger });
+  let brainIndex: BrainIndex | undefined;
+  // Opened on the first turn that asks for Brain, so a sidecar without Brain turns never opens it.
+  const getBrainIndex = () => {
+    if (!config.brainDir) return undefined;
+    brainIndex ??= new BrainIndex({ brainDir: config.brainDir, databasePath: path.join(config.stateDir, 'brain', 'index.sqlite') });
+    return brainIndex;
+  };
   return {
     text: [
       (context) => createTodoTools(context, todoStore),
+      (context) => createComputerTools(context),
+      (context) => createWebTools(context),
+      // schedule, then background jobs (only when context.turn.canSpawnJobs), then workflow
+      // (start, show, list, cancel) go here, in that order. They call the controller's
+      // ControlPlane gRPC service, which a later issue builds: until then they are absent, not faked.
+      (context) => createSkillsProjection(context, skills),
     ],
-    workflowTask: [],
+    workflowTask: [
+      (context) => createWebTools(context),
+      (context) => createBrainTools(context, getBrainIndex),
+      (context) => createSubmitResultTools(context),
+    ],
+    close() {
+      brainIndex?.close();
+      brainIndex = undefined;
+    },
   };
 }
