@@ -1,0 +1,67 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isToolRuntimeError, silentLogger } from '../../../../src/index.js';
+import { assembleToolSet } from '../../../../sidecar/categories/category.js';
+import type { SidecarConfig } from '../../../../sidecar/config.js';
+import { createCatalogs } from '../../../../sidecar/tool-sets.js';
+import { makeTempDir, testConfig, testContext } from './tool-harness.js';
+
+const brainDir = fileURLToPath(new URL('../../../fixtures/categories/brain', import.meta.url));
+const skillsDir = fileURLToPath(new URL('../../../fixtures/categories/skills', import.meta.url));
+const schema = JSON.stringify({ type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'], additionalProperties: false });
+const fetchProfile = { allowPrivateNetwork: false, maxRedirects: 3, maxBytes: 1000, timeoutMs: 1000, userAgent: 't' };
+const searchProfile = { provider: 'searxng' as const, url: 'http://127.0.0.1:9', timeoutMs: 1000, maxResults: 5, allowPrivateNetwork: true };
+const computer = ['run_command', 'read_file', 'write_file', 'edit_file', 'list_files'];
+
+describe('the two catalogs pin their tool names', () => {
+  let temp: Awaited<ReturnType<typeof makeTempDir>>;
+  const opened: Array<{ close(): void }> = [];
+  beforeAll(async () => {
+    temp = await makeTempDir('catalogs');
+  });
+  afterAll(async () => {
+    for (const catalogs of opened) catalogs.close();
+    await temp.remove();
+  });
+
+  const names = async (extra: Partial<SidecarConfig>, turn: Parameters<typeof testContext>[1]) => {
+    const config = testConfig({ workspace: temp.dir, stateDir: path.join(temp.dir, 'state'), ...extra });
+    const catalogs = createCatalogs(config, { logger: silentLogger });
+    opened.push(catalogs);
+    const set = await assembleToolSet(catalogs, testContext(config, turn));
+    return { tools: set.tools.map((tool) => tool.name), instructions: set.instructions };
+  };
+
+  it('text turns: todo, computer, then web by profile; jobs, Brain and submit_result never', async () => {
+    const todo = (await names({}, {})).tools.slice(0, 2);
+    expect(todo).toEqual(['todo_write', 'todo_read']);
+    expect((await names({}, {})).tools).toEqual([...todo, ...computer]);
+    expect((await names({}, { canSpawnJobs: true, brainEnabled: true })).tools).toEqual([...todo, ...computer]);
+    expect((await names({ webFetch: fetchProfile }, {})).tools).toEqual([...todo, ...computer, 'web_fetch']);
+    expect((await names({ webFetch: fetchProfile, webSearch: searchProfile, brainDir }, { brainEnabled: true })).tools).toEqual([...todo, ...computer, 'web_fetch', 'web_search']);
+  });
+
+  it('text turns project the enabled skills into the instructions, not tools', async () => {
+    const set = await names({ skillsDir }, { enabledSkills: ['style-guide', 'missing'] });
+    expect(set.tools).toEqual([...(await names({}, {})).tools]);
+    expect(set.instructions).toContain('## style-guide');
+    expect(set.instructions).toContain('`missing`');
+  });
+
+  it('workflow task turns: web, Brain when enabled, submit_result; nothing else', async () => {
+    const task = { kind: 'workflow_task' as const, resultSchemaJson: schema, enabledSkills: ['style-guide'], canSpawnJobs: true };
+    expect((await names({ skillsDir }, task)).tools).toEqual(['submit_result']);
+    expect((await names({ brainDir }, { ...task, brainEnabled: false })).tools).toEqual(['submit_result']);
+    expect((await names({ brainDir }, { ...task, brainEnabled: true })).tools).toEqual(['recall', 'get_page', 'submit_result']);
+    expect((await names({}, { ...task, brainEnabled: true })).tools).toEqual(['submit_result']);
+    const full = await names({ brainDir, skillsDir, webFetch: fetchProfile, webSearch: searchProfile }, { ...task, brainEnabled: true });
+    expect(full.tools).toEqual(['web_fetch', 'web_search', 'recall', 'get_page', 'submit_result']);
+    expect(full.instructions).toBe('');
+  });
+
+  it('a workflow task without a usable result schema fails assembly with invalid_request', async () => {
+    const error = await names({}, { kind: 'workflow_task', resultSchemaJson: '' }).catch((e: unknown) => e);
+    expect(isToolRuntimeError(error, 'invalid_request')).toBe(true);
+  });
+});
