@@ -23,6 +23,10 @@ class CallAbort extends Error {
   }
 }
 
+// Aborting a finished call's controller (so its children exit) is the common path: share one
+// reason rather than capture a stack trace per call.
+const callEnded = new CallAbort('aborted', 'the call ended');
+
 type Outcome = { kind: 'returned'; result: AgentToolResult } | { kind: 'threw'; error: unknown } | { kind: 'abandoned' };
 
 const resultCodes = new Set<CallErrorCode>(['invalid_arguments', 'tool_failed', 'timeout', 'aborted', 'internal']);
@@ -130,7 +134,7 @@ export function executeCall(options: {
       emitting = false;
       clearTimeout(deadline);
       ticket.release();
-      abort('aborted', 'the call ended');
+      if (!signal.aborted) controller.abort(callEnded);
       push({ type: 'result', callId, result });
       options.onSettled();
     });

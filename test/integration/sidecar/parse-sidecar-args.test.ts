@@ -1,0 +1,48 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseSidecarArgs } from '../../../sidecar/cli.js';
+import { defaultSidecarLimits } from '../../../sidecar/config.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'sidecar-args-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('parseSidecarArgs', () => {
+  it('fills defaults: loopback listen, hashed state dir, default limits, no web profiles', () => {
+    const options = parseSidecarArgs(['--workspace', dir], {});
+    expect(options.listen).toBe('127.0.0.1:0');
+    expect(options.config.workspace).toBe(dir);
+    expect(options.config.stateDir).toMatch(/\.local\/state\/tools-runtime\/[0-9a-f]{16}$/);
+    expect(options.config.limits).toEqual(defaultSidecarLimits);
+    expect(options.config.webFetch).toBeUndefined();
+    expect(options.config.webSearch).toBeUndefined();
+  });
+
+  it('parses limits, env, web profiles and files', () => {
+    const key = join(dir, 'brave.key');
+    writeFileSync(key, 'brave-key\n');
+    const options = parseSidecarArgs(
+      ['--workspace', dir, '--max-result-chars', '500', '--abort-grace-ms', '100', '--env', 'A=1=2', '--env-allow', 'GOPATH',
+        '--web-fetch', '--web-allow-private', '--web-search-provider', 'brave', '--web-search-key-file', key],
+      {},
+    );
+    expect(options.config.limits.maxResultTextChars).toBe(500);
+    expect(options.config.limits.abortGraceMs).toBe(100);
+    expect(options.config.commandEnv).toEqual({ A: '1=2' });
+    expect(options.config.commandEnvAllowList).toContain('GOPATH');
+    expect(options.config.webFetch).toEqual({ allowPrivateNetwork: true, maxRedirects: 5, maxBytes: 5 * 1024 * 1024, timeoutMs: 30_000, userAgent: 'tools-runtime/0.1' });
+    expect(options.config.webSearch).toMatchObject({ provider: 'brave', url: 'https://api.search.brave.com/res/v1/web/search', apiKey: 'brave-key', maxResults: 10, timeoutMs: 15_000 });
+  });
+
+  it('rejects bad input with specific messages', () => {
+    expect(() => parseSidecarArgs([], {})).toThrow('--workspace DIR is required');
+    expect(() => parseSidecarArgs(['--workspace', join(dir, 'missing')], {})).toThrow('is not an existing directory');
+    expect(() => parseSidecarArgs(['--workspace', dir, '--max-message-bytes', 'lots'], {})).toThrow('--max-message-bytes: expected a positive integer');
+    expect(() => parseSidecarArgs(['--workspace', dir, '--log-level', 'loud'], {})).toThrow('--log-level');
+    expect(() => parseSidecarArgs(['--workspace', dir, '--bogus'], {})).toThrow("Unknown option '--bogus'");
+    expect(() => parseSidecarArgs(['--workspace', dir, '--listen', '10.0.0.5:7000'], {})).toThrow('refusing to listen on 10.0.0.5:7000');
+    expect(() => parseSidecarArgs(['--workspace', dir, '--web-search-provider', 'brave'], {})).toThrow('needs --web-search-key-file');
+    expect(() => parseSidecarArgs(['--workspace', dir, '--tls-cert', 'x.pem'], {})).toThrow('TLS needs both');
+  });
+});
