@@ -4,7 +4,6 @@ import type { BenchRow, BenchSuite } from './bench-row.js';
 
 const suites: Array<[string, () => Promise<{ run: BenchSuite }>]> = [
   // Each suite registers here, in the order the table shows them.
-  ['sidecar', () => import('./suites/sidecar.js')],
   ['arguments', () => import('./suites/arguments.js')],
   ['sidecar', () => import('./suites/sidecar.js')],
 ];
