@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createJsonLogger, errorMessage, isToolRuntimeError, ToolRuntimeError, type LogLevel } from '../src/index.js';
+import { createJsonLogger, errorMessage, isToolRuntimeError, ToolRuntimeError, type LogLevel, type Logger } from '../src/index.js';
 import type { Catalogs } from './categories/category.js';
 import { defaultCommandEnvAllowList, defaultSidecarLimits, type SidecarConfig, type SidecarLimits } from './config.js';
 import { isLoopbackAddress } from './grpc/listen-address.js';
@@ -185,7 +185,10 @@ export function parseSidecarArgs(argv: string[], env: NodeJS.ProcessEnv = proces
  * stdout once it serves, logs JSON lines on stderr, and drains then exits 0 on SIGTERM or SIGINT.
  * A usage error prints a message and exits 2; a failure to start exits 1.
  */
-export async function runSidecarCli(argv: string[], options: { createCatalogs: (config: SidecarConfig) => Catalogs }): Promise<void> {
+export async function runSidecarCli(
+  argv: string[],
+  options: { createCatalogs: (config: SidecarConfig, options: { logger: Logger }) => Catalogs & { close?(): void } },
+): Promise<void> {
   let parsed: SidecarCliOptions;
   try {
     parsed = parseSidecarArgs(argv);
@@ -195,8 +198,9 @@ export async function runSidecarCli(argv: string[], options: { createCatalogs: (
     process.exit(isToolRuntimeError(error) ? 2 : 1);
   }
   const logger = createJsonLogger({ level: parsed.logLevel, fields: { component: 'sidecar' } });
+  const catalogs = options.createCatalogs(parsed.config, { logger });
   const server = createSidecarServer({
-    catalogs: options.createCatalogs(parsed.config),
+    catalogs,
     config: parsed.config,
     logger,
     token: parsed.token,
@@ -216,7 +220,10 @@ export async function runSidecarCli(argv: string[], options: { createCatalogs: (
     stopping = true;
     logger.info('draining', { signal });
     server.close().then(
-      () => process.exit(0),
+      () => {
+        catalogs.close?.();
+        process.exit(0);
+      },
       (error: unknown) => {
         logger.error('drain failed', { error: errorMessage(error) });
         process.exit(1);
