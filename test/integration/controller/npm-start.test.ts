@@ -1,0 +1,50 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+
+/** Runs `npm start -- ...args` as a child process with no key and no endpoint in its environment. */
+async function npmStart(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const env = { ...process.env };
+  delete env.OPENAI_API_KEY;
+  delete env.OPENAI_BASE_URL;
+  const child = spawn('npm', ['start', '--silent', '--', ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  const [code] = (await once(child, 'exit')) as [number | null];
+  clearTimeout(timer);
+  return { code, stdout, stderr };
+}
+
+describe('npm start', () => {
+  it('runs one turn on the embedded model against a spawned sidecar, prints the answer and exits 0', async () => {
+    const events = join(mkdtempSync(join(tmpdir(), 'npm-start-')), 'events.jsonl');
+    const { code, stdout, stderr } = await npmStart(['--prompt', 'What is in here?', '--events-file', events]);
+    expect(code, stderr).toBe(0);
+    expect(stdout).toContain('You asked: "What is in here?"');
+    expect(stdout).toContain('embedded scripted model');
+    expect(stderr).toContain('turn finished: completed');
+    const lines = readFileSync(events, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { type: string; status?: string });
+    expect(lines[0]!.type).toBe('turn-started');
+    expect(lines.at(-1)).toMatchObject({ type: 'turn-finished', status: 'completed' });
+    // The todo tools are always in the text catalog: the plan's first step writes the list.
+    expect(lines.some((line) => line.type === 'activity-started')).toBe(true);
+  }, 90_000);
+
+  it('prints usage on --help and exits 2 with a reason on a bad flag', async () => {
+    const help = await npmStart(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('--tool-search MODE');
+    const bad = await npmStart(['--tool-search', 'psychic']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--tool-search must be "hosted" or "client", not "psychic"');
+  }, 90_000);
+});
