@@ -6,6 +6,7 @@ const suites: Array<[string, () => Promise<{ run: BenchSuite }>]> = [
   // Each suite registers here, in the order the table shows them.
   ['arguments', () => import('./suites/arguments.js')],
   ['sidecar', () => import('./suites/sidecar.js')],
+  ['controller', () => import('./suites/controller.js')],
 ];
 
 function format(value: number): string {
