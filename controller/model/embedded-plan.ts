@@ -133,6 +133,20 @@ export function planEmbeddedResponse(body: { tools?: unknown; input?: unknown })
   return [messageItem(answer(promptOf(input), listed, callsOf('read_file').map((item) => ({ item, output: outputs.get(item.call_id) ?? '' })), tools.size))];
 }
 
+function parseManifest(body: string[]): { name: string; version?: string; description?: string } | undefined {
+  try {
+    const parsed: unknown = JSON.parse(body.join('\n'));
+    if (!isJSONObject(parsed) || typeof parsed.name !== 'string') return undefined;
+    return {
+      name: parsed.name,
+      ...(typeof parsed.version === 'string' ? { version: parsed.version } : {}),
+      ...(typeof parsed.description === 'string' ? { description: parsed.description } : {}),
+    };
+  } catch {
+    return undefined;
+  }
+}
+
 function answer(prompt: string, listed: string[], reads: Array<{ item: ResponseItem; output: string }>, toolCount: number): string {
   const lines = [`You asked: "${prompt.trim() || '(no prompt)'}"`, 'Here is what I found using the tools:'];
   if (listed.length > 0) {
@@ -147,6 +161,11 @@ function answer(prompt: string, listed: string[], reads: Array<{ item: ResponseI
       // arguments were ours; unparseable only if a server rewrote them
     }
     const body = fileLines(output);
+    const manifest = path.endsWith('package.json') ? parseManifest(body) : undefined;
+    if (manifest) {
+      lines.push(`- read_file ${path}: the package is "${manifest.name}"${manifest.version ? ` ${manifest.version}` : ''}${manifest.description ? `, "${manifest.description}"` : ''}.`);
+      continue;
+    }
     const heading = body.find((line) => line.startsWith('#'))?.replace(/^#+\s*/, '');
     const first = body.find((line) => !line.startsWith('#') && !/^[{}[\]]/.test(line));
     if (/error|not found|no such/i.test(output.split('\n')[0] ?? '') && body.length === 0) {
