@@ -2,10 +2,14 @@
 import { runCli } from './cli.js';
 
 const controller = new AbortController();
-let interrupts = 0;
+let firstInterrupt = 0;
 const onInterrupt = () => {
-  interrupts++;
-  if (interrupts > 1) process.exit(130);
+  // One Ctrl-C can arrive twice (from the terminal and relayed by tsx): only a later one forces.
+  if (firstInterrupt > 0) {
+    if (Date.now() - firstInterrupt > 1_000) process.exit(130);
+    return;
+  }
+  firstInterrupt = Date.now();
   process.stderr.write('\ninterrupted: aborting the turn (Ctrl-C again to force)\n');
   controller.abort(new Error('interrupted'));
 };

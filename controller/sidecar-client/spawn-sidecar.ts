@@ -13,7 +13,7 @@ export interface SpawnedSidecar {
   child: ChildProcess;
   /** What the child wrote on stderr (its logs), the last 64 KiB. */
   stderr(): string;
-  /** SIGTERM, then SIGKILL after `graceMs` (default 5 s); resolves when the child has exited. */
+  /** SIGTERM to the sidecar's process group, SIGKILL after `graceMs` (default 5 s); resolves when it has exited. */
   stop(options?: { graceMs?: number }): Promise<void>;
 }
 
@@ -33,8 +33,21 @@ export async function spawnSidecar(options: {
   const child = spawn(
     `${root}node_modules/.bin/tsx`,
     [`${root}sidecar/main.ts`, '--listen', '127.0.0.1:0', '--workspace', options.workspace, ...(options.extraArgs ?? [])],
-    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
+    // Its own process group: tsx runs the sidecar in a child node process, and signalling the
+    // group reaches both (a SIGKILL to tsx alone would orphan the sidecar).
+    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
   );
+  const signalGroup = (signal: NodeJS.Signals) => {
+    if (child.pid === undefined) return;
+    try {
+      process.kill(-child.pid, signal);
+    } catch {
+      // the group is gone already
+    }
+  };
+  // Never leave the sidecar behind, even when this process exits without stopping it.
+  const onExit = () => signalGroup('SIGKILL');
+  process.once('exit', onExit);
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
     stderr = (stderr + chunk).slice(-65_536);
@@ -70,16 +83,20 @@ export async function spawnSidecar(options: {
       });
     });
     const stop = async ({ graceMs = 5_000 } = {}) => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-      await exited;
-      clearTimeout(timer);
+      if (child.exitCode === null && child.signalCode === null) {
+        signalGroup('SIGTERM');
+        const timer = setTimeout(() => signalGroup('SIGKILL'), graceMs);
+        await exited;
+        clearTimeout(timer);
+      }
+      signalGroup('SIGKILL');
+      process.off('exit', onExit);
     };
     return { address, child, stderr: () => stderr, stop };
   } catch (error) {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    signalGroup('SIGKILL');
     await exited;
+    process.off('exit', onExit);
     throw error;
   }
 }
