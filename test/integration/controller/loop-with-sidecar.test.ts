@@ -1,5 +1,4 @@
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,17 +28,6 @@ afterAll(async () => {
 });
 
 /** The process and all its descendants (tsx runs the sidecar in a child node process). */
-function processTree(pid: number): number[] {
-  const children = readdirSync(`/proc/${pid}/task`).flatMap((task) => {
-    try {
-      return readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-    } catch {
-      return [];
-    }
-  });
-  return [pid, ...children.flatMap(processTree)];
-}
-
 const call = (callId: string, name: string, args: unknown = {}, namespace?: string) =>
   functionCallItem({ callId, name, arguments: typeof args === 'string' ? args : JSON.stringify(args), ...(namespace ? { namespace } : {}) });
 const outputs = (input: unknown) =>
@@ -250,7 +238,8 @@ describe('the loop when the sidecar dies', () => {
         via: doomedClient,
         onEvent: (event) => {
           if (event.type === 'activity-started' && event.callId === 'k1') {
-            for (const pid of processTree(doomed.child.pid!).reverse()) process.kill(pid, 'SIGKILL');
+            // The fixture sidecar runs in its own process group (tsx and the node it starts): kill it all.
+            process.kill(-doomed.child.pid!, 'SIGKILL');
           }
         },
       });
