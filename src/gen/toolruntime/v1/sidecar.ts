@@ -2365,8 +2365,8 @@ export const ToolSidecarServiceService = {
    *    zero or more `presentation` events in the order the tool emitted them, and exactly one
    *    `result`. Every call gets exactly one result, whatever happens (invalid arguments, unknown
    *    tool, a tool that throws, a cancel, a deadline, a duplicate call_id); none of these ends the
-   *    stream. A call that fails before its tool runs (unknown tool, duplicate call_id) may get its
-   *    `result` without an `activity_started`.
+   *    stream. A call refused before its tool runs (unknown tool, duplicate call_id, invalid or
+   *    oversized arguments, too many calls) gets its `result` without an `activity_started`.
    * 4. Scheduling within a turn: tools whose execution_mode is PARALLEL run concurrently with each
    *    other; a SEQUENTIAL tool waits for every call received before it and holds back every call
    *    received after it. Results may arrive out of call order; match them by call_id.
@@ -2402,8 +2402,8 @@ export interface ToolSidecarServiceServer extends UntypedServiceImplementation {
    *    zero or more `presentation` events in the order the tool emitted them, and exactly one
    *    `result`. Every call gets exactly one result, whatever happens (invalid arguments, unknown
    *    tool, a tool that throws, a cancel, a deadline, a duplicate call_id); none of these ends the
-   *    stream. A call that fails before its tool runs (unknown tool, duplicate call_id) may get its
-   *    `result` without an `activity_started`.
+   *    stream. A call refused before its tool runs (unknown tool, duplicate call_id, invalid or
+   *    oversized arguments, too many calls) gets its `result` without an `activity_started`.
    * 4. Scheduling within a turn: tools whose execution_mode is PARALLEL run concurrently with each
    *    other; a SEQUENTIAL tool waits for every call received before it and holds back every call
    *    received after it. Results may arrive out of call order; match them by call_id.
@@ -2445,8 +2445,8 @@ export interface ToolSidecarServiceClient extends Client {
    *    zero or more `presentation` events in the order the tool emitted them, and exactly one
    *    `result`. Every call gets exactly one result, whatever happens (invalid arguments, unknown
    *    tool, a tool that throws, a cancel, a deadline, a duplicate call_id); none of these ends the
-   *    stream. A call that fails before its tool runs (unknown tool, duplicate call_id) may get its
-   *    `result` without an `activity_started`.
+   *    stream. A call refused before its tool runs (unknown tool, duplicate call_id, invalid or
+   *    oversized arguments, too many calls) gets its `result` without an `activity_started`.
    * 4. Scheduling within a turn: tools whose execution_mode is PARALLEL run concurrently with each
    *    other; a SEQUENTIAL tool waits for every call received before it and holds back every call
    *    received after it. Results may arrive out of call order; match them by call_id.
