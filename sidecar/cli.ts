@@ -43,6 +43,7 @@ const flags = {
   'max-concurrent-calls': { type: 'string' },
   'abort-grace-ms': { type: 'string' },
   'drain-grace-ms': { type: 'string' },
+  'max-queued-events': { type: 'string' },
   env: { type: 'string', multiple: true },
   'env-allow': { type: 'string', multiple: true },
   'web-fetch': { type: 'boolean' },
@@ -63,6 +64,7 @@ const limitFlags: Array<[keyof typeof flags, keyof SidecarLimits]> = [
   ['max-concurrent-calls', 'maxConcurrentCallsPerTurn'],
   ['abort-grace-ms', 'abortGraceMs'],
   ['drain-grace-ms', 'drainGraceMs'],
+  ['max-queued-events', 'maxQueuedEvents'],
 ];
 
 const readText = (flag: string, path: string) => {

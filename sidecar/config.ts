@@ -21,6 +21,12 @@ export interface SidecarLimits {
   abortGraceMs: number;
   /** On SIGTERM, how long running calls may go on before they are aborted. */
   drainGraceMs: number;
+  /**
+   * Presentation events one call may have waiting to be sent (the client reads slower than the
+   * tool emits). A call past it is aborted with `tool_failed`; tools that await `emit` never get
+   * near it.
+   */
+  maxQueuedEvents: number;
 }
 
 export const defaultSidecarLimits: SidecarLimits = {
@@ -32,6 +38,7 @@ export const defaultSidecarLimits: SidecarLimits = {
   maxConcurrentCallsPerTurn: 256,
   abortGraceMs: 2_000,
   drainGraceMs: 10_000,
+  maxQueuedEvents: 10_000,
 };
 
 /** The web_fetch profile; web_fetch is offered only when it is set. */

@@ -1,9 +1,13 @@
 // The sidecar's full call path over the Turn stream (repair, validation, scheduling, labels,
-// result), beside raw grpc-js between two Node processes measured in the same run.
+// result), beside two references measured in the same run: raw grpc-js between two Node
+// processes (the floor), and the MCP TypeScript SDK over stdio (what a tool server usually is).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { startSidecar } from '../../test/fixtures/start-sidecar.js';
 import { ToolSidecarServiceClient, TurnKind, type TurnRequest, type TurnResponse } from '../../src/gen/toolruntime/v1/sidecar.js';
 import { quantile, type BenchRow } from '../bench-row.js';
@@ -14,6 +18,7 @@ const WARM_UP = 300;
 const IN_FLIGHT = 64;
 const THROUGHPUT_MS = 2_000;
 const EVENTS = 20_000;
+const root = fileURLToPath(new URL('../../', import.meta.url));
 
 type Exchange = (message: Buffer | TurnRequest) => void;
 
@@ -64,7 +69,10 @@ export async function run(): Promise<BenchRow[]> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-sidecar-'));
   const sidecar = await startSidecar({ entry: 'test/fixtures/fixture-sidecar.ts', args: ['--workspace', dir, '--state-dir', join(dir, 'state'), '--log-level', 'warn'] });
   const raw = await startSidecar({ entry: 'bench/fixtures/raw-grpc-server.ts', args: [] });
+  const mcp = new McpClient({ name: 'bench', version: '1.0.0' });
+  const mcpTransport = new StdioClientTransport({ command: `${root}node_modules/.bin/tsx`, args: [`${root}bench/fixtures/mcp-noop-server.ts`], cwd: root, stderr: 'inherit' });
   try {
+    await mcp.connect(mcpTransport);
     // Raw grpc-js: bidi ping-pong, unary, and a server stream.
     const RawClient = grpc.makeGenericClientConstructor(rawService, 'Raw');
     const rawClient = new RawClient(raw.address, grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>;
@@ -104,11 +112,19 @@ export async function run(): Promise<BenchRow[]> {
       return answered;
     };
 
+    // MCP over stdio: the SDK's Client calling the SDK's server child.
+    const mcpSend = async () => {
+      const result = await mcp.callTool({ name: 'noop', arguments: {} });
+      if (result.isError) throw new Error(`the MCP noop tool failed: ${JSON.stringify(result.content)}`);
+    };
+
     const rawSamples = await pingPong(rawSend);
     const unarySamples = await pingPong(rawUnary);
     const sidecarSamples = await pingPong(sidecarSend);
+    const mcpSamples = await pingPong(mcpSend);
     const rawRate = await throughput(rawSend);
     const sidecarRate = await throughput(sidecarSend);
+    const mcpRate = await throughput(mcpSend);
 
     // Streamed events: raw server stream vs the `emit` fixture through the Turn.
     const rawEvents = await new Promise<{ perSecond: number; inOrder: number; received: number }>((resolve, reject) => {
@@ -125,7 +141,7 @@ export async function run(): Promise<BenchRow[]> {
       stream.on('error', reject);
       stream.on('end', () => resolve({ perSecond: (received * 1000) / (performance.now() - start), inOrder, received }));
     });
-    const sidecarEvents = await new Promise<{ perSecond: number; inOrder: number; received: number }>((resolve) => {
+    const sidecarEvents = await new Promise<{ perSecond: number; inOrder: number; received: number }>((resolve, reject) => {
       let received = 0;
       let inOrder = 0;
       const start = performance.now();
@@ -136,11 +152,13 @@ export async function run(): Promise<BenchRow[]> {
           received++;
         } else if (message.event?.$case === 'result') {
           turn.off('data', onData);
+          if (message.event.value.error) reject(new Error(`the emit_paced call failed: ${message.event.value.error.message}`));
           resolve({ perSecond: (received * 1000) / (performance.now() - start), inOrder, received });
         }
       };
       turn.on('data', onData);
-      turn.write({ request: { $case: 'call', value: { callId: 'events', name: 'emit', namespace: '', argumentsJson: JSON.stringify({ count: EVENTS }), deadlineMs: 0 } } });
+      // emit_paced awaits each emit, as a tool that streams a lot should.
+      turn.write({ request: { $case: 'call', value: { callId: 'events', name: 'emit_paced', namespace: '', argumentsJson: JSON.stringify({ count: EVENTS }), deadlineMs: 0 } } });
     });
     const order = (events: { inOrder: number; received: number }) =>
       events.inOrder === EVENTS && events.received === EVENTS ? `all ${EVENTS} in order` : `LOSS: ${events.received}/${EVENTS} received, ${events.inOrder} in order`;
@@ -152,14 +170,20 @@ export async function run(): Promise<BenchRow[]> {
 
     const p50 = quantile(sidecarSamples, 0.5);
     const rawP50 = quantile(rawSamples, 0.5);
+    const mcpP50 = quantile(mcpSamples, 0.5);
     return [
       { suite: 'sidecar', name: 'noop call round trip over Turn, p50', value: p50, unit: 'µs', reference: `raw grpc-js bidi ping-pong p50 ${rawP50.toFixed(0)} µs`, ratio: p50 / rawP50, note: 'goal ≤ 1.25×' },
+      { suite: 'sidecar', name: 'noop call round trip over Turn, p50', value: p50, unit: 'µs', reference: `MCP SDK over stdio p50 ${mcpP50.toFixed(0)} µs`, ratio: p50 / mcpP50, note: 'lower is better' },
       { suite: 'sidecar', name: 'noop call round trip over Turn, p99', value: quantile(sidecarSamples, 0.99), unit: 'µs', reference: `raw bidi p99 ${quantile(rawSamples, 0.99).toFixed(0)} µs`, ratio: quantile(sidecarSamples, 0.99) / quantile(rawSamples, 0.99) },
       { suite: 'sidecar', name: 'raw grpc-js unary call, p50', value: quantile(unarySamples, 0.5), unit: 'µs', reference: 'raw bidi ping-pong p50', ratio: quantile(unarySamples, 0.5) / rawP50 },
-      { suite: 'sidecar', name: `noop calls/s, ${IN_FLIGHT} in flight`, value: sidecarRate, unit: 'calls/s', reference: `raw bidi ${Math.round(rawRate)} calls/s`, ratio: sidecarRate / rawRate, note: 'higher is better' },
+      { suite: 'sidecar', name: 'MCP SDK noop call over stdio, p50', value: mcpP50, unit: 'µs', reference: 'raw bidi ping-pong p50', ratio: mcpP50 / rawP50 },
+      { suite: 'sidecar', name: `noop calls/s, ${IN_FLIGHT} in flight`, value: sidecarRate, unit: 'calls/s', reference: `raw bidi ${Math.round(rawRate)} calls/s`, ratio: sidecarRate / rawRate, note: 'higher is better; goal ≥ 0.7×' },
+      { suite: 'sidecar', name: `noop calls/s, ${IN_FLIGHT} in flight`, value: sidecarRate, unit: 'calls/s', reference: `MCP SDK over stdio ${Math.round(mcpRate)} calls/s`, ratio: sidecarRate / mcpRate, note: 'higher is better; goal > 1×' },
+      { suite: 'sidecar', name: `MCP SDK noop calls/s over stdio, ${IN_FLIGHT} in flight`, value: mcpRate, unit: 'calls/s', reference: `raw bidi ${Math.round(rawRate)} calls/s`, ratio: mcpRate / rawRate },
       { suite: 'sidecar', name: `presentation events/s (${EVENTS} from one call)`, value: sidecarEvents.perSecond, unit: 'events/s', reference: `raw server stream ${Math.round(rawEvents.perSecond)} events/s`, ratio: sidecarEvents.perSecond / rawEvents.perSecond, note: `sidecar: ${order(sidecarEvents)}; raw: ${order(rawEvents)}` },
     ];
   } finally {
+    await mcp.close().catch(() => undefined);
     await Promise.all([sidecar.stop(), raw.stop()]);
     rmSync(dir, { recursive: true, force: true });
   }

@@ -3,8 +3,7 @@ import { status, type ServerDuplexStream } from '@grpc/grpc-js';
 import { errorMessage, type Logger } from '../../src/index.js';
 import type { ToolDefinition, TurnRequest, TurnResponse } from '../../src/gen/toolruntime/v1/sidecar.js';
 import type { TurnContext } from '../categories/category.js';
-import type { TurnEvent } from '../turn/turn-event.js';
-import type { TurnSession } from '../turn/turn-session.js';
+import type { TurnEventSource, TurnSession } from '../turn/turn-session.js';
 import { toGrpcStatus } from './grpc-status.js';
 import { toCallRequest, toDomainTurnContext, toTurnResponse } from './proto-mapping.js';
 
@@ -83,13 +82,20 @@ export function handleTurn(
     }
   };
 
-  const pipe = async (events: AsyncIterable<TurnEvent>) => {
+  // Writes in batches: every event that waits is written in the same tick (so http2 coalesces
+  // the frames), one promise per batch rather than per event; 'drain' sets the pace.
+  const pipe = async (events: TurnEventSource) => {
+    const signal = turnAbort.signal;
     try {
-      for await (const event of events) {
-        if (phase === 'closed') break;
-        if (!stream.write(toTurnResponse(event))) {
-          await once(stream, 'drain', { signal: turnAbort.signal });
+      for (;;) {
+        let event = events.take();
+        while (event !== undefined) {
+          if (phase === 'closed') break;
+          if (!stream.write(toTurnResponse(event))) await once(stream, 'drain', { signal });
+          event = events.take();
         }
+        if (phase === 'closed' || events.done) break;
+        await events.readable(signal);
       }
       if (phase !== 'closed' && shutdownReason !== undefined) {
         fail(status.UNAVAILABLE, shutdownReason);

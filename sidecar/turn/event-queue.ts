@@ -1,69 +1,136 @@
 /**
- * A single-consumer async queue: producers push synchronously, the consumer pulls with
- * `for await`. The consumer sets the pace (the gRPC writer awaits 'drain' before it pulls again),
- * so everything stays in order and nothing is dropped.
+ * A single-consumer queue between a turn's producers and its writer. Producers push
+ * synchronously; the consumer either takes items synchronously in batches (`take` until empty,
+ * then `readable`), which costs one promise per batch rather than one per item, or iterates with
+ * `for await`. The consumer sets the pace, so everything stays in order and nothing is dropped.
+ *
+ * Producers that want to slow down ask `room(signal)`: it resolves at once while fewer than
+ * `highWaterMark` items wait, otherwise once the consumer has taken the queue down to half of it.
  */
 export interface EventQueue<T> extends AsyncIterable<T> {
   push(item: T): void;
-  /** No more items: the iteration ends once the queued ones are consumed. */
+  /** Takes the oldest item, or `undefined` when none waits (items are never `undefined`). */
+  take(): T | undefined;
+  /**
+   * Resolves when an item waits or the queue has ended; rejects with the signal's reason when
+   * `signal` aborts first.
+   */
+  readable(signal: AbortSignal): Promise<void>;
+  /**
+   * Resolves when the queue has room (see above), or when `signal` aborts (never rejects: a
+   * producer that ignores the promise must not see an unhandled rejection).
+   */
+  room(signal?: AbortSignal): Promise<void>;
+  /** No more items: the consumer ends once the queued ones are taken. */
   end(): void;
+  /** True once `end` was called. */
+  readonly ended: boolean;
   /** Items waiting to be consumed. */
   readonly length: number;
 }
 
-/** Creates an empty queue. */
-export function createEventQueue<T>(): EventQueue<T> {
+const resolved = Promise.resolve();
+
+/** Creates an empty queue; `highWaterMark` (default 256) is where `room` starts to wait. */
+export function createEventQueue<T>(options: { highWaterMark?: number } = {}): EventQueue<T> {
+  const highWaterMark = Math.max(1, options.highWaterMark ?? 256);
+  const lowWaterMark = Math.floor(highWaterMark / 2);
   let items: T[] = [];
   let head = 0;
   let ended = false;
-  let waiter: ((result: IteratorResult<T>) => void) | undefined;
+  let wakeReader: (() => void) | undefined;
+  let roomWaiters: Array<() => void> = [];
 
-  return {
+  const length = () => items.length - head;
+  const wake = () => {
+    const resolve = wakeReader;
+    wakeReader = undefined;
+    resolve?.();
+  };
+  const releaseRoom = () => {
+    const waiters = roomWaiters;
+    roomWaiters = [];
+    for (const resolve of waiters) resolve();
+  };
+
+  const queue: EventQueue<T> = {
     get length() {
-      return items.length - head;
+      return length();
+    },
+    get ended() {
+      return ended;
     },
     push(item) {
       if (ended) return;
-      if (waiter) {
-        const wake = waiter;
-        waiter = undefined;
-        wake({ value: item, done: false });
-        return;
-      }
       items.push(item);
+      if (wakeReader) wake();
+    },
+    take() {
+      if (head >= items.length) return undefined;
+      const item = items[head] as T;
+      items[head++] = undefined as T;
+      if (head === items.length) {
+        items = [];
+        head = 0;
+      } else if (head > 1024 && head * 2 > items.length) {
+        // Compact now and then so a long backlog does not keep taken slots alive.
+        items = items.slice(head);
+        head = 0;
+      }
+      if (roomWaiters.length > 0 && length() <= lowWaterMark) releaseRoom();
+      return item;
+    },
+    readable(signal) {
+      if (head < items.length || ended) return resolved;
+      if (signal.aborted) return Promise.reject(signal.reason);
+      return new Promise<void>((resolve, reject) => {
+        const onAbort = () => {
+          wakeReader = undefined;
+          reject(signal.reason);
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+        wakeReader = () => {
+          signal.removeEventListener('abort', onAbort);
+          resolve();
+        };
+      });
+    },
+    room(signal) {
+      if (length() < highWaterMark || ended || signal?.aborted) return resolved;
+      return new Promise<void>((resolve) => {
+        const done = () => {
+          signal?.removeEventListener('abort', done);
+          resolve();
+        };
+        signal?.addEventListener('abort', done, { once: true });
+        roomWaiters.push(done);
+      });
     },
     end() {
       ended = true;
-      if (waiter && head >= items.length) {
-        const wake = waiter;
-        waiter = undefined;
-        wake({ value: undefined, done: true });
-      }
+      releaseRoom();
+      if (wakeReader) wake();
     },
     [Symbol.asyncIterator]() {
+      const never = new AbortController().signal;
       return {
-        next(): Promise<IteratorResult<T>> {
-          if (head < items.length) {
-            const value = items[head++] as T;
-            // Compact now and then so a long turn does not keep consumed items alive.
-            if (head > 1024 && head * 2 > items.length) {
-              items = items.slice(head);
-              head = 0;
-            }
-            return Promise.resolve({ value, done: false });
+        async next(): Promise<IteratorResult<T>> {
+          for (;;) {
+            const item = queue.take();
+            if (item !== undefined) return { value: item, done: false };
+            if (ended) return { value: undefined, done: true };
+            await queue.readable(never);
           }
-          if (ended) return Promise.resolve({ value: undefined, done: true });
-          return new Promise((resolve) => {
-            waiter = resolve;
-          });
         },
-        return(): Promise<IteratorResult<T>> {
+        async return(): Promise<IteratorResult<T>> {
           ended = true;
           items = [];
           head = 0;
-          return Promise.resolve({ value: undefined, done: true });
+          releaseRoom();
+          return { value: undefined, done: true };
         },
       };
     },
   };
+  return queue;
 }

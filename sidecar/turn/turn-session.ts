@@ -8,8 +8,9 @@ import {
 import type { SidecarLimits } from '../config.js';
 import { errorResult } from './build-result.js';
 import { createCallScheduler } from './call-scheduler.js';
+import { createDeadlineTimer } from './deadline-timer.js';
 import { createEventQueue } from './event-queue.js';
-import { executeCall, type RunningCall } from './execute-call.js';
+import { executeCall, type CallOutput, type RunningCall } from './execute-call.js';
 import type { CallRequest, TurnEvent } from './turn-event.js';
 
 /** One turn's calls: scheduling, execution and the stream of what happens. */
@@ -28,11 +29,28 @@ export interface TurnSession {
    * ends `events` once each has settled or passed its abort grace.
    */
   abort(reason?: string): void;
-  /** Everything that happens, in order, for one consumer. */
-  readonly events: AsyncIterable<TurnEvent>;
+  /**
+   * Everything that happens, in order, for one consumer: iterate it, or (cheaper) `take` events
+   * synchronously until none is left and then await `readable`. Taking an event is what makes
+   * room for tools that await `emit`.
+   */
+  readonly events: TurnEventSource;
   /** Calls waiting or running. */
   readonly activeCalls: number;
 }
+
+/** The session's outgoing events, for its one consumer (the gRPC writer). */
+export interface TurnEventSource extends AsyncIterable<TurnEvent> {
+  /** The oldest unsent event, or `undefined` when none waits. */
+  take(): TurnEvent | undefined;
+  /** Resolves when an event waits or the stream of events has ended; rejects when `signal` aborts. */
+  readable(signal: AbortSignal): Promise<void>;
+  /** True once no more events will come and every one was taken. */
+  readonly done: boolean;
+}
+
+/** Where `emit` starts to wait: unsent events of the whole turn (bounded per call by `maxQueuedEvents`). */
+const EMIT_HIGH_WATER_MARK = 256;
 
 /**
  * Creates a turn session over an assembled tool set.
@@ -42,6 +60,10 @@ export interface TurnSession {
  * on its deadline (`deadline_ms`, 0 → `limits.defaultCallDeadlineMs`, capped at
  * `limits.maxCallDeadlineMs`) and when the turn ends; its controller is aborted when the call
  * ends however it ends, so a tool's child processes never outlive it.
+ *
+ * Memory stays bounded when the client reads slowly: `emit` resolves once fewer than 256 events of
+ * the turn wait to be sent, and a call with more than `limits.maxQueuedEvents` unsent
+ * presentation events (a tool that does not await `emit`) is aborted with `tool_failed`.
  */
 export function createTurnSession(options: {
   tools: WorkerAgentTool[];
@@ -55,7 +77,8 @@ export function createTurnSession(options: {
   const now = options.now ?? (() => performance.now());
   const toolMap = agentToolMap(options.tools);
   const scheduler = createCallScheduler();
-  const queue = createEventQueue<TurnEvent>();
+  const queue = createEventQueue<TurnEvent>({ highWaterMark: EMIT_HIGH_WATER_MARK });
+  const deadlines = createDeadlineTimer({ now });
   const running = new Map<string, RunningCall>();
   const seen = new Set<string>();
   let inputEnded = false;
@@ -63,14 +86,45 @@ export function createTurnSession(options: {
   let abortReason = 'the turn ended';
 
   const push = (event: TurnEvent) => queue.push(event);
+  const output: CallOutput = {
+    push,
+    get hasRoom() {
+      return queue.length < EMIT_HIGH_WATER_MARK;
+    },
+    room: (signal) => queue.room(signal),
+  };
   const maybeEnd = () => {
-    if ((inputEnded || aborted) && running.size === 0) queue.end();
+    if ((inputEnded || aborted) && running.size === 0) {
+      deadlines.clear();
+      queue.end();
+    }
+  };
+  const take = () => {
+    const event = queue.take();
+    if (event?.type === 'presentation') running.get(event.callId)?.presentationSent();
+    return event;
+  };
+  const events: TurnEventSource = {
+    take,
+    readable: (signal) => queue.readable(signal),
+    get done() {
+      return queue.ended && queue.length === 0;
+    },
+    async *[Symbol.asyncIterator]() {
+      const never = new AbortController().signal;
+      for (;;) {
+        const event = take();
+        if (event !== undefined) yield event;
+        else if (queue.ended) return;
+        else await queue.readable(never);
+      }
+    },
   };
   const fail = (callId: string, code: Parameters<typeof errorResult>[0]['code'], message: string, repairs?: string[]) =>
     push({ type: 'result', callId, result: errorResult({ code, message, repairs }) });
 
   return {
-    events: queue,
+    events,
     get activeCalls() {
       return running.size;
     },
@@ -113,7 +167,8 @@ export function createTurnSession(options: {
         limits,
         logger,
         now,
-        push,
+        output,
+        deadlines,
         onSettled: () => {
           running.delete(callId);
           maybeEnd();

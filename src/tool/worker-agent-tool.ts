@@ -14,8 +14,18 @@ export interface ToolExecutionContext {
   signal: AbortSignal;
   /** The model's call id. */
   callId: string;
-  /** Sends a presentation event while the tool runs; delivered in order, before the result. */
-  emit(event: PresentationEvent): void;
+  /**
+   * Sends a presentation event while the tool runs; delivered in order, before the result.
+   *
+   * The returned promise resolves when the turn's outgoing queue has room for more (at once,
+   * usually). A tool that emits in a loop should `await` it, so it goes at the pace the client
+   * reads. Ignoring it is fine for a few events, but the sidecar bounds what one call may have
+   * waiting (`maxQueuedEvents`, 10,000 by default): past that the call is aborted and its result
+   * is a `tool_failed` error saying it emitted faster than the client reads. The promise never
+   * rejects; it resolves at once when the call is aborted, so check `signal` in such loops.
+   * Events emitted after the call's result was decided are dropped.
+   */
+  emit(event: PresentationEvent): Promise<void>;
 }
 
 /**
