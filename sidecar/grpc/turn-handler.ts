@@ -4,6 +4,7 @@ import { errorMessage, type Logger } from '../../src/index.js';
 import type { ToolDefinition, TurnRequest, TurnResponse } from '../../src/gen/toolruntime/v1/sidecar.js';
 import type { TurnContext } from '../categories/category.js';
 import type { TurnEventSource, TurnSession } from '../turn/turn-session.js';
+import { enableBatchedWrites } from './batch-writes.js';
 import { toGrpcStatus } from './grpc-status.js';
 import { toCallRequest, toDomainTurnContext, toTurnResponse } from './proto-mapping.js';
 
@@ -37,6 +38,7 @@ export function handleTurn(
   },
 ): TurnHandle {
   const { logger } = options;
+  enableBatchedWrites(stream);
   const turnAbort = new AbortController();
   let phase: 'awaiting-open' | 'opening' | 'open' | 'closed' = 'awaiting-open';
   let session: TurnSession | undefined;
@@ -91,8 +93,17 @@ export function handleTurn(
         let event = events.take();
         while (event !== undefined) {
           if (phase === 'closed') break;
-          if (!stream.write(toTurnResponse(event))) await once(stream, 'drain', { signal });
-          event = events.take();
+          stream.cork();
+          let room = true;
+          while (event !== undefined && room) {
+            room = stream.write(toTurnResponse(event));
+            event = room ? events.take() : undefined;
+          }
+          stream.uncork();
+          if (!room) {
+            await once(stream, 'drain', { signal });
+            event = events.take();
+          }
         }
         if (phase === 'closed' || events.done) break;
         await events.readable(signal);
