@@ -68,7 +68,12 @@ const resultCodes = new Set<CallErrorCode>(['invalid_arguments', 'tool_failed', 
  * `execute` starts in the same tick; the AbortController is only created when someone reads the
  * signal (the tool, or a wait), and the deadline lives in the turn's one `DeadlineTimer`.
  */
-export function executeCall(options: {
+export function executeCall(options: ExecuteCallOptions): RunningCall {
+  return new CallRun(options);
+}
+
+/** What `executeCall` needs. */
+export interface ExecuteCallOptions {
   callId: string;
   tool: WorkerAgentTool;
   params: unknown;
@@ -81,90 +86,125 @@ export function executeCall(options: {
   output: CallOutput;
   deadlines: DeadlineTimer;
   onSettled: () => void;
-}): RunningCall {
-  const { callId, tool, params, repairs, ticket, limits, logger, now, output } = options;
-  let controller: AbortController | undefined;
-  let reason: CallAbort | undefined;
-  let finished = false;
+}
+
+// A class rather than closures: one object per call, its methods shared (the hot path allocates
+// little, and tsx's keepNames does not rename a dozen closures per call).
+class CallRun implements RunningCall {
+  readonly done: Promise<void>;
+  private controller: AbortController | undefined;
+  private reason: CallAbort | undefined;
+  private finished = false;
   // Events after the result is decided (a tool that kept going after its abort) are dropped.
-  let emitting = true;
-  let unsent = 0;
+  private emitting = true;
+  private unsent = 0;
   // Set while `execute` runs: starts the abort grace.
-  let onAbortWhileRunning: (() => void) | undefined;
+  private graceStarter: (() => void) | undefined;
+  private grace: NodeJS.Timeout | undefined;
+  private settleTool: ((outcome: Outcome) => void) | undefined;
+  private readonly cancelDeadline: () => void;
+  private readonly context: ToolExecutionContext;
 
-  const signal = (): AbortSignal => {
-    if (!controller) {
-      controller = new AbortController();
-      if (reason) controller.abort(reason);
+  constructor(private readonly options: ExecuteCallOptions) {
+    this.cancelDeadline = options.deadlines.add(options.deadlineMs, () =>
+      this.abort('timeout', `the call ran past its deadline of ${options.deadlineMs} ms`),
+    );
+    const run = this;
+    this.context = {
+      get signal() {
+        return run.signal();
+      },
+      callId: options.callId,
+      emit(event) {
+        return run.emit(event);
+      },
+    };
+    this.done = this.run().then(
+      (result) => this.finish(result),
+      (error: unknown) =>
+        this.finish(errorResult({ code: 'internal', message: `the sidecar failed running the call: ${errorMessage(error)}`, repairs: options.repairs })),
+    );
+  }
+
+  abort(code: AbortCode, message: string): void {
+    if (this.reason || this.finished) return;
+    this.reason = new CallAbort(code, message);
+    this.controller?.abort(this.reason);
+    this.graceStarter?.();
+  }
+
+  presentationSent(): void {
+    if (this.unsent > 0) this.unsent--;
+  }
+
+  /** The call's signal, created on first use (most tools that return at once never read it). */
+  private signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.reason) this.controller.abort(this.reason);
     }
-    return controller.signal;
-  };
-  const abort = (code: AbortCode, message: string) => {
-    if (reason || finished) return;
-    reason = new CallAbort(code, message);
-    controller?.abort(reason);
-    onAbortWhileRunning?.();
-  };
-  const cancelDeadline = options.deadlines.add(options.deadlineMs, () =>
-    abort('timeout', `the call ran past its deadline of ${options.deadlineMs} ms`),
-  );
+    return this.controller.signal;
+  }
 
-  const pushPresentation = (event: PresentationEvent) => {
-    unsent++;
-    output.push({ type: 'presentation', callId, event });
-  };
-  const emit = (event: PresentationEvent): Promise<void> => {
-    if (!emitting) return resolved;
-    pushPresentation({ kind: String(event.kind), payload: event.payload });
-    if (unsent > limits.maxQueuedEvents) {
+  private pushPresentation(event: PresentationEvent): void {
+    this.unsent++;
+    this.options.output.push({ type: 'presentation', callId: this.options.callId, event });
+  }
+
+  private emit(event: PresentationEvent): Promise<void> {
+    if (!this.emitting) return resolved;
+    const { limits, output, tool } = this.options;
+    this.pushPresentation({ kind: String(event.kind), payload: event.payload });
+    if (this.unsent > limits.maxQueuedEvents) {
       // Stop taking events at once: the backlog is what must stay bounded.
-      emitting = false;
-      abort(
+      this.emitting = false;
+      this.abort(
         'tool_failed',
         `${tool.name} emitted presentation events faster than the client reads them (more than ${limits.maxQueuedEvents} waiting to be sent); the call was stopped`,
       );
       return resolved;
     }
-    return output.hasRoom || reason ? resolved : output.room(signal());
-  };
-  const context: ToolExecutionContext = {
-    get signal() {
-      return signal();
-    },
-    callId,
-    emit,
-  };
+    return output.hasRoom || this.reason ? resolved : output.room(this.signal());
+  }
 
-  const runTool = () =>
-    new Promise<Outcome>((resolve) => {
-      let grace: NodeJS.Timeout | undefined;
-      const settle = (outcome: Outcome) => {
-        onAbortWhileRunning = undefined;
-        if (grace) clearTimeout(grace);
-        resolve(outcome);
+  private runTool(): Promise<Outcome> {
+    const { tool, params, limits } = this.options;
+    return new Promise<Outcome>((resolve) => {
+      this.settleTool = resolve;
+      this.graceStarter = () => {
+        this.graceStarter = undefined;
+        this.grace = setTimeout(() => this.settle({ kind: 'abandoned' }), limits.abortGraceMs);
       };
-      onAbortWhileRunning = () => {
-        onAbortWhileRunning = undefined;
-        grace = setTimeout(() => settle({ kind: 'abandoned' }), limits.abortGraceMs);
-      };
-      if (reason) onAbortWhileRunning();
+      if (this.reason) this.graceStarter();
       try {
-        Promise.resolve(tool.execute(params, context)).then(
-          (result) => settle({ kind: 'returned', result }),
-          (error: unknown) => settle({ kind: 'threw', error }),
+        Promise.resolve(tool.execute(params, this.context)).then(
+          (result) => this.settle({ kind: 'returned', result }),
+          (error: unknown) => this.settle({ kind: 'threw', error }),
         );
       } catch (error) {
-        settle({ kind: 'threw', error });
+        this.settle({ kind: 'threw', error });
       }
     });
+  }
 
-  const run = async (): Promise<CallResult> => {
+  /** The tool's outcome, first one wins (the abort grace may pass before the tool settles). */
+  private settle(outcome: Outcome): void {
+    const resolve = this.settleTool;
+    if (!resolve) return;
+    this.settleTool = undefined;
+    this.graceStarter = undefined;
+    if (this.grace) clearTimeout(this.grace);
+    resolve(outcome);
+  }
+
+  private async run(): Promise<CallResult> {
+    const { callId, tool, params, repairs, ticket, limits, logger, now, output } = this.options;
     let label = tool.name;
     if (!ticket.granted) {
       try {
-        await ticket.ready(signal());
+        await ticket.ready(this.signal());
       } catch {
-        return abortedResult(reason, label, repairs, 0);
+        return abortedResult(this.reason, label, repairs, 0);
       }
     }
     try {
@@ -174,7 +214,7 @@ export function executeCall(options: {
     }
     output.push({ type: 'activity-started', callId, label });
     const started = now();
-    const outcome = await runTool();
+    const outcome = await this.runTool();
     const durationMs = Math.max(0, Math.round(now() - started));
     if (outcome.kind === 'abandoned') {
       logger.warn('a tool ignored its abort signal; its result was sent without it', {
@@ -182,9 +222,9 @@ export function executeCall(options: {
         tool: tool.name,
         abortGraceMs: limits.abortGraceMs,
       });
-      return abortedResult(reason, label, repairs, durationMs);
+      return abortedResult(this.reason, label, repairs, durationMs);
     }
-    if (reason) return abortedResult(reason, label, repairs, durationMs);
+    if (this.reason) return abortedResult(this.reason, label, repairs, durationMs);
     if (outcome.kind === 'threw') {
       const { error } = outcome;
       const code = isToolRuntimeError(error) && resultCodes.has(error.code as CallErrorCode) ? (error.code as CallErrorCode) : 'tool_failed';
@@ -196,29 +236,19 @@ export function executeCall(options: {
     } catch (error) {
       logger.warn('describeCompletedActivity threw', { callId, tool: tool.name, error: errorMessage(error) });
     }
-    for (const event of outcome.result.presentation ?? []) pushPresentation(event);
+    for (const event of outcome.result.presentation ?? []) this.pushPresentation(event);
     return successResult({ result: outcome.result, completedLabel, maxTextChars: limits.maxResultTextChars, repairs, durationMs });
-  };
+  }
 
-  const finish = (result: CallResult) => {
-    emitting = false;
-    finished = true;
-    cancelDeadline();
-    ticket.release();
-    if (controller && !controller.signal.aborted) controller.abort(callEnded);
-    output.push({ type: 'result', callId, result });
-    options.onSettled();
-  };
-  const done = run().then(finish, (error: unknown) =>
-    finish(errorResult({ code: 'internal', message: `the sidecar failed running the call: ${errorMessage(error)}`, repairs })),
-  );
-  return {
-    abort,
-    presentationSent() {
-      if (unsent > 0) unsent--;
-    },
-    done,
-  };
+  private finish(result: CallResult): void {
+    this.emitting = false;
+    this.finished = true;
+    this.cancelDeadline();
+    this.options.ticket.release();
+    if (this.controller && !this.controller.signal.aborted) this.controller.abort(callEnded);
+    this.options.output.push({ type: 'result', callId: this.options.callId, result });
+    this.options.onSettled();
+  }
 }
 
 function abortedResult(reason: CallAbort | undefined, label: string, repairs: string[], durationMs: number): CallResult {
