@@ -49,7 +49,10 @@ export interface TurnEventSource extends AsyncIterable<TurnEvent> {
   readonly done: boolean;
 }
 
-/** Where `emit` starts to wait: unsent events of the whole turn (bounded per call by `maxQueuedEvents`). */
+/**
+ * Where `emit` starts to wait: unsent events of the whole turn. Kept at half of
+ * `maxQueuedEvents` at most, so a tool that awaits `emit` never reaches the hard cap.
+ */
 const EMIT_HIGH_WATER_MARK = 256;
 
 /**
@@ -62,7 +65,7 @@ const EMIT_HIGH_WATER_MARK = 256;
  * ends however it ends, so a tool's child processes never outlive it.
  *
  * Memory stays bounded when the client reads slowly: `emit` resolves once fewer than 256 events of
- * the turn wait to be sent, and a call with more than `limits.maxQueuedEvents` unsent
+ * the turn wait to be sent (fewer than half of `limits.maxQueuedEvents` when that is lower), and a call with more than `limits.maxQueuedEvents` unsent
  * presentation events (a tool that does not await `emit`) is aborted with `tool_failed`.
  */
 export function createTurnSession(options: {
@@ -77,7 +80,8 @@ export function createTurnSession(options: {
   const now = options.now ?? (() => performance.now());
   const toolMap = agentToolMap(options.tools);
   const scheduler = createCallScheduler();
-  const queue = createEventQueue<TurnEvent>({ highWaterMark: EMIT_HIGH_WATER_MARK });
+  const highWaterMark = Math.max(1, Math.min(EMIT_HIGH_WATER_MARK, Math.floor(limits.maxQueuedEvents / 2)));
+  const queue = createEventQueue<TurnEvent>({ highWaterMark });
   const deadlines = createDeadlineTimer({ now });
   const running = new Map<string, RunningCall>();
   const seen = new Set<string>();
@@ -89,7 +93,7 @@ export function createTurnSession(options: {
   const output: CallOutput = {
     push,
     get hasRoom() {
-      return queue.length < EMIT_HIGH_WATER_MARK;
+      return queue.length < highWaterMark;
     },
     room: (signal) => queue.room(signal),
   };

@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import { createEventQueue } from '../../../../sidecar/turn/event-queue.js';
+
+describe('createEventQueue', () => {
+  it('hands items out in order, in batches or by iteration, and ends after the last one', async () => {
+    const queue = createEventQueue<number>();
+    queue.push(1);
+    queue.push(2);
+    expect([queue.take(), queue.take(), queue.take()]).toEqual([1, 2, undefined]);
+    const seen: number[] = [];
+    const consumed = (async () => {
+      for await (const item of queue) seen.push(item);
+    })();
+    for (let item = 3; item <= 6; item++) queue.push(item);
+    queue.end();
+    await consumed;
+    expect(seen).toEqual([3, 4, 5, 6]);
+  });
+
+  it('makes room() wait at the high-water mark until the consumer took it down to half', async () => {
+    const queue = createEventQueue<number>({ highWaterMark: 4 });
+    for (let item = 0; item < 3; item++) queue.push(item);
+    let roomy = false;
+    await queue.room();
+    queue.push(3);
+    const waiting = queue.room().then(() => (roomy = true));
+    await Promise.resolve();
+    queue.take();
+    await Promise.resolve();
+    expect(roomy).toBe(false);
+    queue.take();
+    await waiting;
+    expect(roomy).toBe(true);
+    expect(queue.length).toBe(2);
+  });
+
+  it('resolves a waiting room() when its signal aborts, and readable() rejects with the reason', async () => {
+    const queue = createEventQueue<number>({ highWaterMark: 1 });
+    queue.push(0);
+    const controller = new AbortController();
+    const room = queue.room(controller.signal);
+    queue.take();
+    const idle = new AbortController();
+    const readable = queue.readable(idle.signal);
+    controller.abort();
+    await expect(room).resolves.toBeUndefined();
+    idle.abort(new Error('stopped'));
+    await expect(readable).rejects.toThrow('stopped');
+  });
+});
