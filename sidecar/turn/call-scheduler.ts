@@ -26,73 +26,87 @@ export interface CallTicket {
   release(): void;
 }
 
-interface Entry {
-  mode: 'parallel' | 'sequential';
-  granted: boolean;
-  released: boolean;
-  wake?: () => void;
-}
-
 /** Creates an empty scheduler. */
 export function createCallScheduler(): CallScheduler {
-  // The line in entry order; released entries are removed.
-  let line: Entry[] = [];
+  return new Scheduler();
+}
 
-  const pump = () => {
+// Classes rather than closures: entering a call allocates one ticket and nothing else.
+class Scheduler implements CallScheduler {
+  // The line in entry order; released tickets are removed.
+  line: Ticket[] = [];
+
+  get size(): number {
+    return this.line.length;
+  }
+
+  enter(mode: 'parallel' | 'sequential'): CallTicket {
+    const ticket = new Ticket(this, mode);
+    this.line.push(ticket);
+    this.pump();
+    return ticket;
+  }
+
+  remove(ticket: Ticket): void {
+    // The usual case: the oldest call leaves first.
+    const index = this.line[0] === ticket ? 0 : this.line.indexOf(ticket);
+    if (index === 0) this.line.shift();
+    else if (index > 0) this.line.splice(index, 1);
+    this.pump();
+  }
+
+  private pump(): void {
+    const { line } = this;
     for (let index = 0; index < line.length; index++) {
-      const entry = line[index]!;
-      if (entry.mode === 'sequential') {
-        if (index === 0 && !entry.granted) grant(entry);
+      const ticket = line[index]!;
+      if (ticket.mode === 'sequential') {
+        if (index === 0 && !ticket.granted) ticket.grant();
         return;
       }
-      if (!entry.granted) grant(entry);
+      if (!ticket.granted) ticket.grant();
     }
-  };
-  const grant = (entry: Entry) => {
-    entry.granted = true;
-    entry.wake?.();
-  };
+  }
+}
 
-  return {
-    get size() {
-      return line.length;
-    },
-    enter(mode) {
-      const entry: Entry = { mode, granted: false, released: false };
-      line.push(entry);
-      pump();
-      const release = () => {
-        if (entry.released) return;
-        entry.released = true;
-        line = line.filter((other) => other !== entry);
-        pump();
+class Ticket implements CallTicket {
+  granted = false;
+  private released = false;
+  private wake: (() => void) | undefined;
+
+  constructor(
+    private readonly scheduler: Scheduler,
+    readonly mode: 'parallel' | 'sequential',
+  ) {}
+
+  grant(): void {
+    this.granted = true;
+    this.wake?.();
+  }
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.scheduler.remove(this);
+  }
+
+  ready(signal: AbortSignal): Promise<void> {
+    if (this.granted) return Promise.resolve();
+    if (this.released) return Promise.reject(new Error('the ticket was released before it was granted'));
+    return new Promise<void>((resolve, reject) => {
+      if (signal.aborted) {
+        this.release();
+        return reject(signal.reason);
+      }
+      const onAbort = () => {
+        this.wake = undefined;
+        this.release();
+        reject(signal.reason);
       };
-      return {
-        get granted() {
-          return entry.granted;
-        },
-        release,
-        ready(signal) {
-          if (entry.granted) return Promise.resolve();
-          if (entry.released) return Promise.reject(new Error('the ticket was released before it was granted'));
-          return new Promise<void>((resolve, reject) => {
-            if (signal.aborted) {
-              release();
-              return reject(signal.reason);
-            }
-            const onAbort = () => {
-              entry.wake = undefined;
-              release();
-              reject(signal.reason);
-            };
-            signal.addEventListener('abort', onAbort, { once: true });
-            entry.wake = () => {
-              signal.removeEventListener('abort', onAbort);
-              resolve();
-            };
-          });
-        },
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.wake = () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
       };
-    },
-  };
+    });
+  }
 }

@@ -85,9 +85,10 @@ export function createDeadlineTimer(options: { now: () => number }): DeadlineTim
         if (entry.onExpire === undefined) return;
         entry.onExpire = undefined;
         live--;
+        // The timer stays armed: re-arming per call would cost a setTimeout each. When it fires
+        // with nothing due it just re-arms for the next live deadline, if any.
         if (live === 0) {
           entries = [];
-          disarm();
         } else if (entries.length > 64 && live * 2 < entries.length) {
           entries = entries.filter((other) => other.onExpire !== undefined);
         }

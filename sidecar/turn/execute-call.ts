@@ -85,7 +85,8 @@ export interface ExecuteCallOptions {
   now: () => number;
   output: CallOutput;
   deadlines: DeadlineTimer;
-  onSettled: () => void;
+  /** Called with the call id once its result was pushed. */
+  onSettled: (callId: string) => void;
 }
 
 // A class rather than closures: one object per call, its methods shared (the hot path allocates
@@ -247,7 +248,7 @@ class CallRun implements RunningCall {
     this.options.ticket.release();
     if (this.controller && !this.controller.signal.aborted) this.controller.abort(callEnded);
     this.options.output.push({ type: 'result', callId: this.options.callId, result });
-    this.options.onSettled();
+    this.options.onSettled(this.options.callId);
   }
 }
 

@@ -103,6 +103,10 @@ export function createTurnSession(options: {
       queue.end();
     }
   };
+  const onSettled = (callId: string) => {
+    running.delete(callId);
+    maybeEnd();
+  };
   const take = () => {
     const event = queue.take();
     if (event?.type === 'presentation') running.get(event.callId)?.presentationSent();
@@ -173,10 +177,7 @@ export function createTurnSession(options: {
         now,
         output,
         deadlines,
-        onSettled: () => {
-          running.delete(callId);
-          maybeEnd();
-        },
+        onSettled,
       });
       running.set(callId, call);
     },
