@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { TurnResponse, type ToolResult } from '../../../../src/gen/toolruntime/v1/sidecar.js';
+import { encodeTurnResponse } from '../../../../sidecar/grpc/encode-turn-response.js';
+
+const result = (overrides: Partial<ToolResult>): TurnResponse => ({
+  callId: 'call_1',
+  event: {
+    $case: 'result',
+    value: { content: [], detailsJson: '', completedLabel: '', terminateTurn: false, error: undefined, repairs: [], durationMs: 0, ...overrides },
+  },
+});
+
+const cases: Array<[string, TurnResponse]> = [
+  ['no event, no call id', { callId: '', event: undefined }],
+  ['activity with an empty label (the oneof is still present)', { callId: 'c', event: { $case: 'activityStarted', value: { label: '' } } }],
+  ['activity with a non-ASCII label', { callId: 'c-é', event: { $case: 'activityStarted', value: { label: 'Lecture de « café » 🚀' } } }],
+  ['presentation', { callId: 'p', event: { $case: 'presentation', value: { kind: 'command.output', payloadJson: '{"stream":"stdout","text":"hi\\n"}' } } }],
+  ['presentation with a lone surrogate', { callId: 'p', event: { $case: 'presentation', value: { kind: 'k', payloadJson: 'bad \ud800 half' } } }],
+  ['empty result', result({})],
+  [
+    'full result',
+    result({
+      content: [
+        { part: { $case: 'text', value: 'ok' } },
+        { part: { $case: 'json', value: '{"a":1}' } },
+        { part: { $case: 'image', value: { data: Buffer.from([0, 1, 2, 255]), mimeType: 'image/png' } } },
+        { part: { $case: 'image', value: { data: Buffer.alloc(0), mimeType: '' } } },
+        { part: undefined },
+      ],
+      detailsJson: '{"details":true}',
+      completedLabel: 'Done',
+      terminateTurn: true,
+      error: { code: 'tool_failed', message: 'it broke' },
+      repairs: ['strip_code_fence', 'jsonrepair'],
+      durationMs: 1234,
+    }),
+  ],
+  ['error with empty parts', result({ error: { code: '', message: '' } })],
+  ['long text (multi-byte varint lengths)', result({ content: [{ part: { $case: 'text', value: 'x'.repeat(20_000) + 'é'.repeat(70_000) } }] })],
+  ['large image', result({ content: [{ part: { $case: 'image', value: { data: Buffer.alloc(20_000, 7), mimeType: 'image/jpeg' } } }] })],
+  ...[1, 127, 128, 16_383, 16_384, 2 ** 21, 2 ** 28, 2 ** 31, 0xffffffff].map((durationMs): [string, TurnResponse] => [`duration ${durationMs}`, result({ durationMs })]),
+];
+
+describe('encodeTurnResponse', () => {
+  it.each(cases)('writes the same bytes as ts-proto: %s', (_name, message) => {
+    const expected = Buffer.from(TurnResponse.encode(message).finish());
+    const actual = encodeTurnResponse(message);
+    expect(actual.equals(expected)).toBe(true);
+    expect(TurnResponse.decode(actual)).toEqual(TurnResponse.decode(expected));
+  });
+
+  it('hands the tool set to ts-proto', () => {
+    const message: TurnResponse = { callId: '', event: { $case: 'toolSet', value: { tools: [], instructions: 'Use the tools.' } } };
+    expect(encodeTurnResponse(message).equals(Buffer.from(TurnResponse.encode(message).finish()))).toBe(true);
+  });
+});
