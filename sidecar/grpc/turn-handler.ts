@@ -107,9 +107,6 @@ export function handleTurn(
         }
         if (phase === 'closed' || events.done) break;
         await events.readable(signal);
-        // Let the tick's microtasks run first: a call that settles at once then has its
-        // activity_started and result written as one batch, and http2 sends them together.
-        await new Promise((resolve) => setImmediate(resolve));
       }
       if (phase !== 'closed' && shutdownReason !== undefined) {
         fail(status.UNAVAILABLE, shutdownReason);
