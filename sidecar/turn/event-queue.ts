@@ -39,13 +39,25 @@ export function createEventQueue<T>(options: { highWaterMark?: number } = {}): E
   let head = 0;
   let ended = false;
   let wakeReader: (() => void) | undefined;
+  let rejectReader: ((reason: unknown) => void) | undefined;
+  let watched: AbortSignal | undefined;
+  let readerSignal: AbortSignal | undefined;
   let roomWaiters: Array<() => void> = [];
 
   const length = () => items.length - head;
   const wake = () => {
     const resolve = wakeReader;
     wakeReader = undefined;
+    rejectReader = undefined;
     resolve?.();
+  };
+  const readerAborted = (signal: AbortSignal) => {
+    if (watched === signal) watched = undefined;
+    if (readerSignal !== signal) return;
+    const reject = rejectReader;
+    wakeReader = undefined;
+    rejectReader = undefined;
+    reject?.(signal.reason);
   };
   const releaseRoom = () => {
     const waiters = roomWaiters;
@@ -83,16 +95,16 @@ export function createEventQueue<T>(options: { highWaterMark?: number } = {}): E
     readable(signal) {
       if (head < items.length || ended) return resolved;
       if (signal.aborted) return Promise.reject(signal.reason);
+      // One abort listener per signal for the queue's life, not one per wait: the writer waits
+      // once per batch, and listener churn showed in profiles.
+      if (watched !== signal) {
+        watched = signal;
+        signal.addEventListener('abort', () => readerAborted(signal), { once: true });
+      }
       return new Promise<void>((resolve, reject) => {
-        const onAbort = () => {
-          wakeReader = undefined;
-          reject(signal.reason);
-        };
-        signal.addEventListener('abort', onAbort, { once: true });
-        wakeReader = () => {
-          signal.removeEventListener('abort', onAbort);
-          resolve();
-        };
+        wakeReader = resolve;
+        rejectReader = reject;
+        readerSignal = signal;
       });
     },
     room(signal) {
