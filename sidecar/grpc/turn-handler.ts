@@ -107,6 +107,9 @@ export function handleTurn(
         }
         if (phase === 'closed' || events.done) break;
         await events.readable(signal);
+        // Run after this tick's microtasks: a call that settles within them (most do) then has
+        // its activity_started and result written as one batch, with no event-loop turn between.
+        await new Promise((resolve) => process.nextTick(resolve));
       }
       if (phase !== 'closed' && shutdownReason !== undefined) {
         fail(status.UNAVAILABLE, shutdownReason);
