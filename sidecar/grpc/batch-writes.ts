@@ -25,3 +25,20 @@ export function enableBatchedWrites(stream: object): void {
     for (const { chunk, encoding } of chunks) writable._write.call(this, chunk, encoding, one);
   };
 }
+
+/**
+ * The http2 stream under a grpc-js server stream, found through grpc-js's internal call chain
+ * (`call`, then `nextCall` through interceptors, to the call that holds `stream`); `undefined`
+ * when the chain is not as expected, and callers then simply do without it.
+ */
+export function findHttp2Stream(stream: object): { cork(): void; uncork(): void } | undefined {
+  let current: unknown = (stream as { call?: unknown }).call;
+  for (let depth = 0; depth < 8 && typeof current === 'object' && current !== null; depth++) {
+    const inner = (current as { stream?: unknown }).stream;
+    if (typeof inner === 'object' && inner !== null && typeof (inner as { cork?: unknown }).cork === 'function' && 'session' in inner) {
+      return inner as unknown as { cork(): void; uncork(): void };
+    }
+    current = (current as { nextCall?: unknown }).nextCall;
+  }
+  return undefined;
+}

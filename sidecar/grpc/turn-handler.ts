@@ -4,7 +4,7 @@ import { errorMessage, type Logger } from '../../src/index.js';
 import type { ToolDefinition, TurnRequest, TurnResponse } from '../../src/gen/toolruntime/v1/sidecar.js';
 import type { TurnContext } from '../categories/category.js';
 import type { TurnEventSource, TurnSession } from '../turn/turn-session.js';
-import { enableBatchedWrites } from './batch-writes.js';
+import { enableBatchedWrites, findHttp2Stream } from './batch-writes.js';
 import { toGrpcStatus } from './grpc-status.js';
 import { toCallRequest, toDomainTurnContext, toTurnResponse } from './proto-mapping.js';
 
@@ -39,6 +39,7 @@ export function handleTurn(
 ): TurnHandle {
   const { logger } = options;
   enableBatchedWrites(stream);
+  const http2 = findHttp2Stream(stream);
   const turnAbort = new AbortController();
   let phase: 'awaiting-open' | 'opening' | 'open' | 'closed' = 'awaiting-open';
   let session: TurnSession | undefined;
@@ -93,13 +94,20 @@ export function handleTurn(
         let event = events.take();
         while (event !== undefined) {
           if (phase === 'closed') break;
+          // Cork both grpc-js's stream and the http2 stream under it, so the batch reaches
+          // nghttp2 as one write (activity_started and result of a quick call together).
+          http2?.cork();
           stream.cork();
           let room = true;
-          while (event !== undefined && room) {
-            room = stream.write(toTurnResponse(event));
-            event = room ? events.take() : undefined;
+          try {
+            while (event !== undefined && room) {
+              room = stream.write(toTurnResponse(event));
+              event = room ? events.take() : undefined;
+            }
+          } finally {
+            stream.uncork();
+            http2?.uncork();
           }
-          stream.uncork();
           if (!room) {
             await once(stream, 'drain', { signal });
             event = events.take();
