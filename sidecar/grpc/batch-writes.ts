@@ -16,13 +16,18 @@ export function enableBatchedWrites(stream: object): void {
   const writable = stream as unknown as WritableInternals;
   if (typeof writable._write !== 'function' || typeof writable._writev === 'function') return;
   writable._writev = function writev(chunks, callback) {
-    let pending = chunks.length;
-    let failure: Error | null = null;
-    const one: WriteCallback = (error) => {
-      if (error && !failure) failure = error;
-      if (--pending === 0) callback(failure);
-    };
+    const one = countdown(chunks.length, callback);
     for (const { chunk, encoding } of chunks) writable._write.call(this, chunk, encoding, one);
+  };
+}
+
+/** A write callback that calls `callback` once it was itself called `count` times (first error kept). */
+function countdown(count: number, callback: WriteCallback): WriteCallback {
+  let pending = count;
+  let failure: Error | null = null;
+  return (error) => {
+    if (error && !failure) failure = error;
+    if (--pending === 0) callback(failure);
   };
 }
 

@@ -29,6 +29,11 @@ export interface TurnHandle {
  * `open` fails with FAILED_PRECONDITION; calls and cancels go to the session, whose events are
  * written in order with backpressure (awaiting 'drain'). Half-close lets running calls finish and
  * then ends the stream; cancellation (or the client vanishing) aborts every call.
+ *
+ * Events are written in batches: the writer wakes once the tick's microtasks have run, takes every
+ * event waiting and hands them to http2 as one corked write. While the client does not read, the
+ * writer waits for 'drain' and the session's queue fills, which is what paces tools that await
+ * `emit` (and stops those that do not, past `maxQueuedEvents`).
  */
 export function handleTurn(
   stream: ServerDuplexStream<TurnRequest, TurnResponse>,
