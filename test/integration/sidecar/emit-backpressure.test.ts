@@ -75,7 +75,8 @@ describe('presentation events against a slow reader', () => {
   it('stops a tool that ignores emit() while the client is not reading, with tool_failed saying why', async () => {
     const turn = await openTurn(client, 'agent-unpaced');
     // Yields between batches of 100, so it only outruns a client that does not read.
-    const result = await callReadingSlowly(turn, 'u1', 'emit_batches', { count: 200_000, batch: 100 });
+    // A stall long enough for the cap to be passed even on a busy machine (a few ms of emitting).
+    const result = await callReadingSlowly(turn, 'u1', 'emit_batches', { count: 200_000, batch: 100 }, 1_000);
     expect(result.error?.code).toBe('tool_failed');
     expect(result.error?.message).toContain('faster than the client reads');
     expect(textOf(result)).toContain(`more than ${CAP} waiting to be sent`);
