@@ -65,8 +65,9 @@ const EMIT_HIGH_WATER_MARK = 256;
  * ends however it ends, so a tool's child processes never outlive it.
  *
  * Memory stays bounded when the client reads slowly: `emit` resolves once fewer than 256 events of
- * the turn wait to be sent (fewer than half of `limits.maxQueuedEvents` when that is lower), and a call with more than `limits.maxQueuedEvents` unsent
- * presentation events (a tool that does not await `emit`) is aborted with `tool_failed`.
+ * the turn wait to be sent (fewer than half of `limits.maxQueuedEvents` when that is lower), and a
+ * call with more than `limits.maxQueuedEvents` unsent presentation events (a tool that does not
+ * await `emit`) is aborted with `tool_failed`.
  */
 export function createTurnSession(options: {
   tools: WorkerAgentTool[];
