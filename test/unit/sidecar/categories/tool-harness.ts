@@ -56,7 +56,9 @@ export interface CallRecord {
 export async function callTool(tool: WorkerAgentTool, params: unknown, signal: AbortSignal = AbortSignal.timeout(20_000)): Promise<CallRecord> {
   const parsed = tool.schema ? tool.schema.parse(params) : params;
   const events: PresentationEvent[] = [];
-  const result = await tool.execute(parsed, { signal, callId: 'call-1', emit: (event) => events.push(event) });
+  const result = await tool.execute(parsed, { signal, callId: 'call-1', emit: async (event) => {
+    events.push(event);
+  } });
   const text = result.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
   return { result, events, text };
 }

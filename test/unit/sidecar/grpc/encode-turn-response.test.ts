@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
+import { loadSync } from '@grpc/proto-loader';
 import { TurnResponse, type ToolResult } from '../../../../src/gen/toolruntime/v1/sidecar.js';
 import { encodeTurnResponse } from '../../../../sidecar/grpc/encode-turn-response.js';
 
@@ -52,5 +54,35 @@ describe('encodeTurnResponse', () => {
   it('hands the tool set to ts-proto', () => {
     const message: TurnResponse = { callId: '', event: { $case: 'toolSet', value: { tools: [], instructions: 'Use the tools.' } } };
     expect(encodeTurnResponse(message).equals(Buffer.from(TurnResponse.encode(message).finish()))).toBe(true);
+  });
+});
+
+// The hand-written encoder knows these fields and no others. When the proto grows a field in one
+// of these messages, this fails, so the field is taught to encode-turn-response.ts (and a byte
+// comparison case added above) instead of being dropped from the wire without a word.
+describe('encodeTurnResponse and the proto', () => {
+  it('covers every field of the messages it encodes by hand', () => {
+    const definition = loadSync(fileURLToPath(new URL('../../../../proto/toolruntime/v1/sidecar.proto', import.meta.url)), { keepCase: true });
+    const fields = (message: string) => {
+      const type = (definition[`toolruntime.v1.${message}`] as { type: { field: Array<{ name: string; number: number }> } }).type;
+      return type.field.map((field) => `${field.number}:${field.name}`);
+    };
+    expect({
+      TurnResponse: fields('TurnResponse'),
+      ActivityStarted: fields('ActivityStarted'),
+      PresentationEvent: fields('PresentationEvent'),
+      ToolResult: fields('ToolResult'),
+      ContentPart: fields('ContentPart'),
+      ImagePart: fields('ImagePart'),
+      ToolError: fields('ToolError'),
+    }).toEqual({
+      TurnResponse: ['1:call_id', '2:tool_set', '3:activity_started', '4:presentation', '5:result'],
+      ActivityStarted: ['1:label'],
+      PresentationEvent: ['1:kind', '2:payload_json'],
+      ToolResult: ['1:content', '2:details_json', '3:completed_label', '4:terminate_turn', '5:error', '6:repairs', '7:duration_ms'],
+      ContentPart: ['1:text', '2:image', '3:json'],
+      ImagePart: ['1:data', '2:mime_type'],
+      ToolError: ['1:code', '2:message'],
+    });
   });
 });

@@ -11,7 +11,7 @@ import {
 } from '../../../../src/index.js';
 import { todo, writeFile } from './corpus-tools.js';
 
-const context: ToolExecutionContext = { signal: new AbortController().signal, callId: 'call_1', emit: () => {} };
+const context: ToolExecutionContext = { signal: new AbortController().signal, callId: 'call_1', emit: async () => {} };
 
 describe('validateToolArguments', () => {
   it('hands execute absent fields where a strict model sent null', async () => {
