@@ -1,5 +1,6 @@
 import OpenAI from 'openai';
 import { errorMessage, ToolRuntimeError } from '../../src/index.js';
+import { readResponseStream } from './read-response-stream.js';
 import type { ModelRequest, ModelResponse, ModelUsage, ResponseItem, ResponsesModel } from './responses-model.js';
 
 /** Options of `createOpenAIResponsesModel`. */
@@ -38,11 +39,10 @@ export function describeModelError(error: unknown, model: string, baseURL: strin
   return new ToolRuntimeError('model_error', `the model request failed: ${errorMessage(error)}`, { cause: error });
 }
 
-type StreamEvent = { type: string; output_index?: number; item?: ResponseItem; response?: { id: string; output?: ResponseItem[]; usage?: ModelUsage; error?: { message?: string } } };
-
 /**
  * The real model: the `openai` package's `responses.create`, streaming or not, `store: false`,
- * input items carried statelessly. Request bodies are built as plain objects (namespaces,
+ * input items carried statelessly. A streamed body is read by `readResponseStream` (finished
+ * items only) rather than the SDK's event-by-event parser. Request bodies are built as plain objects (namespaces,
  * `tool_search`, `defer_loading` may be newer than the SDK's types) and cast at the boundary.
  */
 export function createOpenAIResponsesModel(options: OpenAIResponsesModelOptions): ResponsesModel {
@@ -76,21 +76,10 @@ export function createOpenAIResponsesModel(options: OpenAIResponsesModelOptions)
           };
           return { id: response.id, output: response.output ?? [], ...(response.usage ? { usage: response.usage } : {}) };
         }
-        const events = (await client.responses.create(body as never, { signal })) as unknown as AsyncIterable<StreamEvent>;
-        const items = new Map<number, ResponseItem>();
-        for await (const event of events) {
-          if (event.type === 'response.output_item.done' && event.item) {
-            items.set(event.output_index ?? items.size, event.item);
-          } else if (event.type === 'response.completed' && event.response) {
-            const assembled = [...items.entries()].sort(([a], [b]) => a - b).map(([, item]) => item);
-            const output = event.response.output && event.response.output.length > 0 ? event.response.output : assembled;
-            return { id: event.response.id, output, ...(event.response.usage ? { usage: event.response.usage } : {}) };
-          } else if (event.type === 'response.failed' || event.type === 'response.incomplete' || event.type === 'error') {
-            const message = event.response?.error?.message ?? (event as { message?: string }).message ?? event.type;
-            throw new ToolRuntimeError('model_error', `the model response ended with ${event.type}: ${message}`);
-          }
-        }
-        throw new ToolRuntimeError('model_error', 'the model stream ended without response.completed');
+        // The SDK sends the request (auth, retries, status errors); the body is read by the lean
+        // reader, which skips the deltas the loop does not use.
+        const response = await client.responses.create(body as never, { signal }).asResponse();
+        return await readResponseStream(response.body);
       } catch (error) {
         if (error instanceof ToolRuntimeError) throw error;
         if (signal.aborted) throw new ToolRuntimeError('aborted', 'the model request was aborted', { cause: error });
