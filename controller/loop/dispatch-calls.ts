@@ -1,6 +1,6 @@
 import type { FunctionCallItem } from '../model/responses-model.js';
 import { errorResult, type CallResult, type ToolTurn } from '../sidecar-client/sidecar-types.js';
-import type { ToolCatalog } from './tool-catalog.js';
+import type { ResolvedCall, ToolCatalog } from './tool-catalog.js';
 import type { TurnEvent } from './turn-events.js';
 
 /** A call and its one result. */
@@ -39,8 +39,7 @@ export async function dispatchCalls(options: DispatchCallsOptions): Promise<Disp
   const results: Array<Promise<CallResult>> = [];
   let inFlight: Array<Promise<CallResult>> = [];
 
-  const start = (call: FunctionCallItem): Promise<CallResult> => {
-    const resolved = catalog.resolve(call);
+  const start = (call: FunctionCallItem, resolved: ResolvedCall): Promise<CallResult> => {
     if (resolved.kind === 'client-search') {
       const answer = catalog.search(call.arguments);
       const label = `Searched tools: loaded ${answer.loaded.length}`;
@@ -95,12 +94,12 @@ export async function dispatchCalls(options: DispatchCallsOptions): Promise<Disp
     const sequential = resolved.kind === 'sidecar' && resolved.tool?.executionMode === 'sequential';
     if (sequential) {
       await Promise.all(inFlight);
-      const result = start(call);
+      const result = start(call, resolved);
       results.push(result);
       await result;
       inFlight = [];
     } else {
-      const result = start(call);
+      const result = start(call, resolved);
       results.push(result);
       inFlight.push(result);
     }

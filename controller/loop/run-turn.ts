@@ -94,7 +94,9 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutcome> {
     emit({ type: 'model-request', iteration: modelCalls + 1, inputItems: input.length, tools: tools.length });
     let response;
     try {
-      response = await model.create({ instructions, input: [...input], tools }, { signal });
+      // The loop's own array, not a copy per call (O(items) each time): the loop appends to it only
+      // after create settles, and ModelRequest says a model must not keep it past that.
+      response = await model.create({ instructions, input, tools }, { signal });
     } catch (error) {
       if (signal.aborted || isToolRuntimeError(error, 'aborted')) return finish('aborted', lastText, 'the turn was aborted');
       return finish('model_error', lastText, errorMessage(error));

@@ -1,7 +1,7 @@
 import { isJSONObject } from '../../src/index.js';
 import type { FunctionCallItem, ProviderTool } from '../model/responses-model.js';
 import type { ToolDefinition } from '../sidecar-client/sidecar-types.js';
-import { createToolSearcher, toolKey } from '../tool-search/search-deferred-tools.js';
+import { createToolSearcher, toolKey, type ToolSearcher } from '../tool-search/search-deferred-tools.js';
 import {
   CLIENT_TOOL_SEARCH_NAME,
   collectProviderTools,
@@ -21,7 +21,10 @@ export type ResolvedCall =
 
 /** The per-turn view of the tools: what the model is offered, and how its calls map back. */
 export interface ToolCatalog {
-  /** The provider tools for the next request: the base list, then tools loaded by search, appended. */
+  /**
+   * The provider tools for the next request: the base list, then tools loaded by search, appended.
+   * The same array while nothing changes (no per-iteration work); treat it as read-only.
+   */
   providerTools(): ProviderTool[];
   /** Maps a function call's name (and namespace) back to a sidecar tool. */
   resolve(call: Pick<FunctionCallItem, 'name' | 'namespace'>): ResolvedCall;
@@ -44,12 +47,16 @@ export interface ToolCatalogOptions {
 /** Creates the catalog of one turn. */
 export function createToolCatalog(options: ToolCatalogOptions): ToolCatalog {
   const { tools, toolSearch, flattenNamespaces } = options;
-  const base = collectProviderTools(tools, { toolSearch, flattenNamespaces });
-  const appended: ProviderTool[] = [];
+  // Collected once per turn. The list handed to the model is the same array until a search loads
+  // tools; then a new one (earlier requests keep theirs) with the new groups appended.
+  let current: ProviderTool[] = collectProviderTools(tools, { toolSearch, flattenNamespaces });
   const loaded = new Set<string>();
   const deferred = tools.filter((tool) => tool.deferLoading);
-  const searcher = createToolSearcher(deferred);
+  // The BM25 index is built on the first search only: most turns never search.
+  let searcher: ToolSearcher | undefined;
   const byKey = new Map(tools.map((tool) => [toolKey(tool), tool]));
+  // Plain name -> the tools of that name across namespaces, for providers that drop the namespace.
+  let byName: Map<string, ToolDefinition[]> | undefined;
   const clientSearch = toolSearch === 'client' && deferred.length > 0;
 
   const find = (name: string, namespace: string | undefined): ToolDefinition | undefined => {
@@ -62,12 +69,20 @@ export function createToolCatalog(options: ToolCatalogOptions): ToolCatalog {
     const plain = byKey.get(name);
     if (plain) return plain;
     // Some providers drop the namespace on the way back: accept a name that is unique across namespaces.
-    const matches = tools.filter((tool) => tool.name === name);
-    return matches.length === 1 ? matches[0] : undefined;
+    if (!byName) {
+      byName = new Map();
+      for (const tool of tools) {
+        const named = byName.get(tool.name);
+        if (named) named.push(tool);
+        else byName.set(tool.name, [tool]);
+      }
+    }
+    const matches = byName.get(name);
+    return matches?.length === 1 ? matches[0] : undefined;
   };
 
   return {
-    providerTools: () => [...base, ...appended],
+    providerTools: () => current,
     resolve(call) {
       const namespace = call.namespace || undefined;
       if (clientSearch && call.name === CLIENT_TOOL_SEARCH_NAME && !namespace) return { kind: 'client-search' };
@@ -89,13 +104,14 @@ export function createToolCatalog(options: ToolCatalogOptions): ToolCatalog {
       if (!query.trim()) {
         return { output: 'tool_search needs arguments {"query": "<what the tool should do>"}.', loaded: [], isError: true };
       }
+      searcher ??= createToolSearcher(deferred);
       const hits = searcher.search(query, limit);
       if (hits.length === 0) {
         return { output: `No tools match "${query}". Try other words.`, loaded: [], isError: false };
       }
       const fresh = hits.filter((tool) => !loaded.has(toolKey(tool)));
       for (const tool of fresh) loaded.add(toolKey(tool));
-      if (fresh.length > 0) appended.push(...groupProviderTools(fresh, { flatten: flattenNamespaces, markDeferred: false }));
+      if (fresh.length > 0) current = current.concat(groupProviderTools(fresh, { flatten: flattenNamespaces, markDeferred: false }));
       const lines = hits.map((tool) => {
         const name = flattenNamespaces && tool.namespace ? `${tool.namespace}${FLATTEN_SEPARATOR}${tool.name}` : tool.name;
         const where = tool.namespace && !flattenNamespaces ? ` (namespace ${tool.namespace})` : '';

@@ -67,9 +67,16 @@ export function createOpenAIResponsesModel(options: OpenAIResponsesModelOptions)
         ...options.extraBody,
         stream,
       };
+      // The SDK adds an abort listener to the signal it is given and never removes it: give it a
+      // per-request signal, so a turn's signal does not collect one listener per model call.
+      const requestController = new AbortController();
+      const onAbort = () => requestController.abort(signal.reason);
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+      const requestSignal = requestController.signal;
       try {
         if (!stream) {
-          const response = (await client.responses.create(body as never, { signal })) as unknown as {
+          const response = (await client.responses.create(body as never, { signal: requestSignal })) as unknown as {
             id: string;
             output: ResponseItem[];
             usage?: ModelUsage;
@@ -78,12 +85,14 @@ export function createOpenAIResponsesModel(options: OpenAIResponsesModelOptions)
         }
         // The SDK sends the request (auth, retries, status errors); the body is read by the lean
         // reader, which skips the deltas the loop does not use.
-        const response = await client.responses.create(body as never, { signal }).asResponse();
+        const response = await client.responses.create(body as never, { signal: requestSignal }).asResponse();
         return await readResponseStream(response.body);
       } catch (error) {
         if (error instanceof ToolRuntimeError) throw error;
         if (signal.aborted) throw new ToolRuntimeError('aborted', 'the model request was aborted', { cause: error });
         throw describeModelError(error, options.model, baseURL);
+      } finally {
+        signal.removeEventListener('abort', onAbort);
       }
     },
   };

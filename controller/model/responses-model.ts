@@ -22,6 +22,10 @@ export type ProviderTool = { type: string; [key: string]: unknown };
 /** One model request. */
 export interface ModelRequest {
   instructions: string;
+  /**
+   * The turn's items so far: the loop's own array, passed without a copy. The loop appends to it
+   * once `create` has settled, so a model that keeps the request (a recorder) copies it.
+   */
   input: ResponseItem[];
   tools: ProviderTool[];
 }

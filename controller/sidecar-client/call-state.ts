@@ -7,6 +7,10 @@ import type { CallEvent, CallHandle, CallResult } from './sidecar-types.js';
 export class CallState implements CallHandle {
   readonly callId: string;
   readonly result: Promise<CallResult>;
+  /** The signal that cancels the call, while the owning turn watches it. */
+  signal: AbortSignal | undefined;
+  /** After a cancel: resolves the call locally if the sidecar does not confirm in time. */
+  graceTimer: NodeJS.Timeout | undefined;
   private readonly events: CallEvent[] = [];
   private finished = false;
   private wake: Array<() => void> = [];

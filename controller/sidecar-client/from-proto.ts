@@ -75,19 +75,33 @@ function parseJson(text: string): unknown {
   }
 }
 
-/** Decodes one proto ToolResult. */
+/**
+ * Decodes one proto ToolResult. `details` is parsed on first read, not here: the loop never reads
+ * it (the model sees `content`), and a tool's details can be large (a file listing, a page).
+ */
 export function callResultFromProto(callId: string, result: ProtoToolResult): CallResult {
-  const details = parseJson(result.detailsJson);
-  return {
+  const decoded: CallResult = {
     callId,
     content: result.content.map(contentPartFromProto),
-    ...(details === undefined ? {} : { details }),
     completedLabel: result.completedLabel,
     terminateTurn: result.terminateTurn,
     ...(result.error ? { error: { code: result.error.code, message: result.error.message } } : {}),
     repairs: result.repairs,
     durationMs: result.durationMs,
   };
+  const detailsJson = result.detailsJson;
+  if (detailsJson) {
+    let parsed: { value: unknown } | undefined;
+    Object.defineProperty(decoded, 'details', {
+      enumerable: true,
+      configurable: true,
+      get: () => (parsed ??= { value: parseJson(detailsJson) }).value,
+      set: (value: unknown) => {
+        parsed = { value };
+      },
+    });
+  }
+  return decoded;
 }
 
 /** Parses a presentation payload; the raw text when it is not JSON. */

@@ -7,6 +7,7 @@ import {
   errorResult,
   type CallHandle,
   type CallRequest,
+  type CallResult,
   type ToolDefinition,
   type ToolTurn,
   type TurnContextInput,
@@ -39,6 +40,8 @@ export class SidecarTurn implements ToolTurn {
   readonly ended: Promise<void>;
   private readonly stream: TurnStream;
   private readonly pending = new Map<string, CallState>();
+  /** The calls in flight that each signal cancels. */
+  private readonly bySignal = new Map<AbortSignal, Set<CallState>>();
   private readonly usedIds = new Set<string>();
   private readonly cancelGraceMs: number;
   private cancelledByUs = false;
@@ -124,7 +127,7 @@ export class SidecarTurn implements ToolTurn {
       });
     } else if (event.$case === 'result') {
       this.pending.delete(response.callId);
-      state.finish(callResultFromProto(response.callId, event.value));
+      this.settle(state, callResultFromProto(response.callId, event.value));
     }
   }
 
@@ -148,7 +151,8 @@ export class SidecarTurn implements ToolTurn {
         new ToolRuntimeError('sidecar_unavailable', `the sidecar stream ended before the tool set${error ? `: ${errorMessage(error)}` : ''}`),
     );
     for (const [callId, state] of this.pending) {
-      state.finish(
+      this.settle(
+        state,
         this.cancelledByUs
           ? errorResult(callId, 'aborted', 'The call was aborted because the turn was cancelled.')
           : errorResult(callId, 'sidecar_unavailable', `The tool sidecar became unavailable before the call finished (${errorMessage(this.failure)}).`),
@@ -190,23 +194,54 @@ export class SidecarTurn implements ToolTurn {
         },
       },
     });
-    const signal = options.signal;
-    if (signal) {
-      const onAbort = () => {
-        this.cancel(request.callId, errorMessage(signal.reason ?? 'aborted'));
-        const grace = setTimeout(
-          () => {
-            this.pending.delete(request.callId);
-            state.finish(errorResult(request.callId, 'aborted', 'The call was aborted (the sidecar did not confirm in time).'));
-          },
-          this.cancelGraceMs,
-        );
-        void state.result.then(() => clearTimeout(grace));
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      void state.result.then(() => signal.removeEventListener('abort', onAbort));
-    }
+    if (options.signal) this.watch(state, options.signal);
     return state;
+  }
+
+  /**
+   * Cancels `state`'s call when `signal` aborts. One listener per signal, however many calls share
+   * it (a loop passes its turn's signal to every call): a listener per call crossed the
+   * EventTarget leak warning at 11 parallel calls and cost an add and a remove per call.
+   */
+  private watch(state: CallState, signal: AbortSignal): void {
+    state.signal = signal;
+    let calls = this.bySignal.get(signal);
+    if (!calls) {
+      calls = new Set();
+      this.bySignal.set(signal, calls);
+      signal.addEventListener('abort', this.onSignalAbort, { once: true });
+    }
+    calls.add(state);
+  }
+
+  private readonly onSignalAbort = (event: Event): void => {
+    const signal = event.target as AbortSignal;
+    const calls = this.bySignal.get(signal);
+    this.bySignal.delete(signal);
+    for (const state of calls ?? []) {
+      state.signal = undefined;
+      this.cancel(state.callId, errorMessage(signal.reason ?? 'aborted'));
+      state.graceTimer = setTimeout(() => {
+        if (this.pending.get(state.callId) !== state) return;
+        this.pending.delete(state.callId);
+        state.finish(errorResult(state.callId, 'aborted', 'The call was aborted (the sidecar did not confirm in time).'));
+      }, this.cancelGraceMs);
+    }
+  };
+
+  /** Forgets a call that has its result: its signal's listener goes when no other call uses it. */
+  private settle(state: CallState, result: CallResult): void {
+    if (state.graceTimer) clearTimeout(state.graceTimer);
+    const signal = state.signal;
+    if (signal) {
+      state.signal = undefined;
+      const calls = this.bySignal.get(signal);
+      if (calls?.delete(state) && calls.size === 0) {
+        this.bySignal.delete(signal);
+        signal.removeEventListener('abort', this.onSignalAbort);
+      }
+    }
+    state.finish(result);
   }
 
   /** Sends CancelCall for one call; does nothing when the call is not pending. */

@@ -50,7 +50,7 @@ export type CallContentPart =
 export interface CallResult {
   callId: string;
   content: CallContentPart[];
-  /** Parsed `details_json`; undefined when empty or unparseable. */
+  /** Parsed `details_json` (on first read); undefined when empty or unparseable. */
   details?: unknown;
   completedLabel: string;
   terminateTurn: boolean;

@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -76,5 +77,27 @@ describe('createSidecarClient', () => {
     await turn.close();
     const late = await turn.call({ callId: 'n2', name: 'noop', argumentsJson: '{}' }).result;
     expect(late.error?.code).toBe('aborted');
+  });
+  it('watches a signal shared by many calls with one listener, and cancels all of them when it aborts', async () => {
+    const turn = await client.openTurn({ agentId: 'a', turnId: 't5' }, { signal: signal() });
+    const shared = new AbortController();
+    const echoes = Array.from({ length: 32 }, (_, index) =>
+      turn.call({ callId: `e${index}`, name: 'echo', argumentsJson: JSON.stringify({ index }) }, { signal: shared.signal }),
+    );
+    expect(getEventListeners(shared.signal, 'abort')).toHaveLength(1);
+    const results = await Promise.all(echoes.map((handle) => handle.result));
+    // Details travel as JSON text and are parsed when read.
+    expect(results.map((result) => result.details)).toEqual(echoes.map((_, index) => ({ index })));
+    expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
+
+    const sleeps = Array.from({ length: 3 }, (_, index) =>
+      turn.call({ callId: `s${index}`, name: 'sleep', argumentsJson: '{"ms":30000}' }, { signal: shared.signal }),
+    );
+    for await (const event of sleeps[2]!) if (event.type === 'activity-started') break;
+    shared.abort();
+    expect((await Promise.all(sleeps.map((handle) => handle.result))).map((result) => result.error?.code)).toEqual(['aborted', 'aborted', 'aborted']);
+    expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
+    expect((await turn.call({ callId: 'n1', name: 'noop', argumentsJson: '{}' }).result).content).toEqual([{ type: 'text', text: 'ok' }]);
+    await turn.close();
   });
 });

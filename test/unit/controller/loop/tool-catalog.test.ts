@@ -57,4 +57,24 @@ describe('createToolCatalog', () => {
     expect(catalog.search('{not json').isError).toBe(true);
     expect(catalog.search(JSON.stringify({ query: 'zebra' })).output).toContain('No tools match');
   });
+  it('hands out the same tool list until a search loads tools, and never changes a list it handed out', () => {
+    const catalog = createToolCatalog({ tools, toolSearch: 'client', flattenNamespaces: false });
+    const first = catalog.providerTools();
+    expect(catalog.providerTools()).toBe(first);
+    const length = first.length;
+    catalog.search(JSON.stringify({ query: 'weather forecast' }));
+    const second = catalog.providerTools();
+    expect(second).not.toBe(first);
+    expect(first).toHaveLength(length);
+    expect(second.slice(length).map((entry) => entry.name)).toEqual(['weather']);
+    expect(catalog.providerTools()).toBe(second);
+  });
+
+  it('accepts a name without its namespace when it is unique across namespaces', () => {
+    const catalog = createToolCatalog({ tools: [...tools, tool({ name: 'echo', namespace: 'other' })], toolSearch: 'hosted', flattenNamespaces: false });
+    expect(catalog.resolve({ name: 'lookup' })).toMatchObject({ kind: 'sidecar', name: 'lookup', namespace: 'ns' });
+    // `echo` exists plain and in `other`: the plain one wins.
+    expect(catalog.resolve({ name: 'echo' })).toEqual(expect.objectContaining({ kind: 'sidecar', name: 'echo' }));
+    expect(catalog.resolve({ name: 'echo' })).not.toHaveProperty('namespace');
+  });
 });
