@@ -28,8 +28,8 @@ import { startSidecar } from '../../test/fixtures/start-sidecar.js';
 import { quantile, type BenchRow } from '../bench-row.js';
 
 const CALL_COUNTS = [1, 32];
-const NOOP_TURNS = 40;
-const NOOP_WARM_UP = 8;
+const NOOP_TURNS = 100;
+const NOOP_WARM_UP = 10;
 const EMBEDDED_TURNS = 12;
 const EMBEDDED_WARM_UP = 2;
 const RAW_ROUND_TRIPS = 400;
