@@ -98,7 +98,9 @@ async function runOneTurn(
   }
   const model = createOpenAIResponsesModel({
     model: options.embedded ? EMBEDDED_MODEL_NAME : options.model,
-    apiKey: options.embedded ? 'embedded-no-key' : (options.apiKey ?? ''),
+    // Servers of one's own (vLLM, a gateway on loopback) often need no key, but the SDK refuses to
+    // start without one: send a placeholder, and let a server that does check answer 401.
+    apiKey: options.embedded ? 'embedded-no-key' : (options.apiKey ?? 'no-key'),
     ...(baseURL ? { baseURL } : {}),
     stream: options.stream,
     includeEncryptedReasoning: !options.embedded && (!baseURL || new URL(baseURL).hostname === 'api.openai.com'),

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { startScriptedResponsesServer } from '../../fakes/scripted-responses-server.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -49,5 +50,26 @@ describe('npm start', () => {
     const bad = await npmStart(['--tool-search', 'psychic']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--tool-search must be "hosted" or "client", not "psychic"');
+  }, 90_000);
+
+  it('uses a Responses server given by --base-url, with no key, and exits 1 with a one-line reason on a 401', async () => {
+    const answer = { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Answered by the server of my own.' }] };
+    const server = await startScriptedResponsesServer({
+      steps: [{ output: [answer] as never }, { status: 401, body: { error: { message: 'bad key' } } }],
+    });
+    try {
+      const ok = await npmStart(['--base-url', server.baseURL, '--model', 'my-model', '--quiet']);
+      expect(ok.code, ok.stderr).toBe(0);
+      expect(ok.stdout).toContain('Answered by the server of my own.');
+      expect(server.requests[0]).toMatchObject({ model: 'my-model', store: false, stream: true });
+      const names = (server.requests[0]!.tools as Array<{ name?: string }>).map((tool) => tool.name);
+      expect(names).toContain('todo_write');
+
+      const refused = await npmStart(['--base-url', server.baseURL, '--quiet']);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr.trim().split('\n').at(-1)).toContain('rejected the API key (401)');
+    } finally {
+      await server.close();
+    }
   }, 90_000);
 });
