@@ -77,14 +77,18 @@ async function runOneTurn(
   if (options.tokenFile) token = (await readFile(options.tokenFile, 'utf8')).split('\n')[0]?.trim();
   if (!address) {
     let workspace = options.workspace;
+    const extraArgs: string[] = [];
     if (!workspace) {
-      const copy = await mkdtemp(join(tmpdir(), 'controller-workspace-'));
-      cleanups.push(() => rm(copy, { recursive: true, force: true }));
-      await cp(sampleWorkspace, copy, { recursive: true });
-      workspace = copy;
+      const scratch = await mkdtemp(join(tmpdir(), 'controller-'));
+      cleanups.push(() => rm(scratch, { recursive: true, force: true }));
+      workspace = join(scratch, 'workspace');
+      await cp(sampleWorkspace, workspace, { recursive: true });
+      // A throwaway workspace gets throwaway sidecar state (its todo list), removed with it,
+      // rather than a folder per run under ~/.local/state.
+      extraArgs.push('--state-dir', join(scratch, 'state'));
     }
     progress(`▶ starting the sidecar over ${workspace}`);
-    spawned = await spawnSidecar({ workspace, signal });
+    spawned = await spawnSidecar({ workspace, signal, extraArgs });
     const sidecar = spawned;
     cleanups.push(() => sidecar.stop());
     address = spawned.address;

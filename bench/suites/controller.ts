@@ -217,7 +217,8 @@ function timeMicros(fn: () => void, rounds: number): number[] {
 async function embeddedTurn(): Promise<BenchRow[]> {
   const workspace = mkdtempSync(join(tmpdir(), 'bench-controller-'));
   cpSync(fileURLToPath(new URL('../../controller/sample-workspace/', import.meta.url)), workspace, { recursive: true });
-  const sidecar = await spawnSidecar({ workspace });
+  const stateDir = mkdtempSync(join(tmpdir(), 'bench-controller-state-'));
+  const sidecar = await spawnSidecar({ workspace, extraArgs: ['--state-dir', stateDir] });
   const embedded = await startEmbeddedModel();
   const client = createSidecarClient({ address: sidecar.address });
   try {
@@ -259,6 +260,7 @@ async function embeddedTurn(): Promise<BenchRow[]> {
     await embedded.close();
     await sidecar.stop();
     rmSync(workspace, { recursive: true, force: true });
+    rmSync(stateDir, { recursive: true, force: true });
   }
 }
 

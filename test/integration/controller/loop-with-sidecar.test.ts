@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,16 +18,16 @@ const servers: ScriptedResponsesServer[] = [];
 let turnCounter = 0;
 
 beforeAll(async () => {
-  sidecar = await startSidecar({ entry: 'test/fixtures/fixture-sidecar.ts', args: ['--listen', '127.0.0.1:0', '--workspace', workspace] });
+  sidecar = await startSidecar({ entry: 'test/fixtures/fixture-sidecar.ts', args: ['--listen', '127.0.0.1:0', '--workspace', workspace, '--state-dir', join(workspace, '.state')] });
   client = createSidecarClient({ address: sidecar.address });
 });
 afterAll(async () => {
   client?.close();
   await Promise.all(servers.map((server) => server.close()));
   await sidecar?.stop();
+  rmSync(workspace, { recursive: true, force: true });
 });
 
-/** The process and all its descendants (tsx runs the sidecar in a child node process). */
 const call = (callId: string, name: string, args: unknown = {}, namespace?: string) =>
   functionCallItem({ callId, name, arguments: typeof args === 'string' ? args : JSON.stringify(args), ...(namespace ? { namespace } : {}) });
 const outputs = (input: unknown) =>
@@ -231,7 +231,7 @@ describe('the loop against scripted Responses servers and the fixture sidecar', 
 
 describe('the loop when the sidecar dies', () => {
   it('gives the call in flight an error output and ends with sidecar_unavailable', async () => {
-    const doomed = await startSidecar({ entry: 'test/fixtures/fixture-sidecar.ts', args: ['--listen', '127.0.0.1:0', '--workspace', workspace] });
+    const doomed = await startSidecar({ entry: 'test/fixtures/fixture-sidecar.ts', args: ['--listen', '127.0.0.1:0', '--workspace', workspace, '--state-dir', join(workspace, '.state')] });
     const doomedClient = createSidecarClient({ address: doomed.address });
     try {
       const { outcome, server } = await scripted([{ output: [call('k1', 'sleep', { ms: 10_000 }), call('k2', 'noop')] }, { output: [messageItem('never')] }], {
