@@ -1,16 +1,10 @@
-import type { ContentPart, PresentationEvent } from '../../src/index.js';
+import type { ContentPart, PresentationEvent, ToolRuntimeErrorCode } from '../../src/index.js';
 
-/** The error codes a call's result can carry (the proto's ToolError.code). */
-export type CallErrorCode =
-  | 'invalid_arguments'
-  | 'arguments_too_large'
-  | 'unknown_tool'
-  | 'duplicate_call_id'
-  | 'tool_failed'
-  | 'timeout'
-  | 'aborted'
-  | 'too_many_calls'
-  | 'internal';
+/** The error codes a call's result can carry (the proto's ToolError.code): a part of the one family. */
+export type CallErrorCode = Extract<
+  ToolRuntimeErrorCode,
+  'invalid_arguments' | 'arguments_too_large' | 'unknown_tool' | 'duplicate_call_id' | 'tool_failed' | 'timeout' | 'aborted' | 'too_many_calls' | 'internal'
+>;
 
 /** How one call ended, as the client sees it. */
 export interface CallResult {
