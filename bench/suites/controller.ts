@@ -106,7 +106,7 @@ async function rawTurn(address: string): Promise<{ burst: (calls: number) => Pro
   });
   stream.on('error', () => {});
   stream.write({
-    request: { $case: 'open', value: { context: { agentId: 'bench', turnId: 'raw', kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {} } } },
+    request: { $case: 'open', value: { context: { agentId: 'bench', turnId: 'raw', kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined } } },
   });
   await opened;
   return {
@@ -115,7 +115,7 @@ async function rawTurn(address: string): Promise<{ burst: (calls: number) => Pro
       const finished = new Promise<void>((resolve) => (done = resolve));
       remaining = calls;
       for (let index = 0; index < calls; index++) {
-        stream.write({ request: { $case: 'call', value: { callId: `r${next++}`, name: 'noop', namespace: '', argumentsJson: '{}', deadlineMs: 0 } } });
+        stream.write({ request: { $case: 'call', value: { callId: `r${next++}`, name: 'noop', namespace: '', argumentsJson: '{}', deadlineMs: 0, traceparent: '', tracestate: '' } } });
       }
       await finished;
       return performance.now() - start;

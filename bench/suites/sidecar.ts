@@ -109,13 +109,13 @@ async function openTurn(address: string) {
   const opened = new Promise<void>((resolve) => (toolSetReady = resolve));
   turn.on('data', (message: TurnResponse) => (message.event?.$case === 'toolSet' ? toolSetReady() : turnMatch.onData(message)));
   turn.write({
-    request: { $case: 'open', value: { context: { agentId: 'bench', turnId: 'bench', kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {} } } },
+    request: { $case: 'open', value: { context: { agentId: 'bench', turnId: 'bench', kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined } } },
   });
   await opened;
   const send = (index: number) => {
     const callId = `c${index}`;
     const answered = turnMatch.wait(callId);
-    turn.write({ request: { $case: 'call', value: { callId, name: 'noop', namespace: '', argumentsJson: '{}', deadlineMs: 0 } } });
+    turn.write({ request: { $case: 'call', value: { callId, name: 'noop', namespace: '', argumentsJson: '{}', deadlineMs: 0, traceparent: '', tracestate: '' } } });
     return answered;
   };
   const close = () => {
@@ -243,7 +243,7 @@ export async function run(): Promise<BenchRow[]> {
       };
       turn.on('data', onData);
       // emit_paced awaits each emit, as a tool that streams a lot should.
-      turn.write({ request: { $case: 'call', value: { callId: 'events', name: 'emit_paced', namespace: '', argumentsJson: JSON.stringify({ count: EVENTS }), deadlineMs: 0 } } });
+      turn.write({ request: { $case: 'call', value: { callId: 'events', name: 'emit_paced', namespace: '', argumentsJson: JSON.stringify({ count: EVENTS }), deadlineMs: 0, traceparent: '', tracestate: '' } } });
     });
     const order = (events: { inOrder: number; received: number }) =>
       events.inOrder === EVENTS && events.received === EVENTS ? `all ${EVENTS} in order` : `LOSS: ${events.received}/${EVENTS} received, ${events.inOrder} in order`;

@@ -48,6 +48,8 @@ export function turnContextToProto(context: TurnContextInput): ProtoTurnContext 
     enabledSkills: context.enabledSkills ?? [],
     canSpawnJobs: context.canSpawnJobs ?? false,
     brainEnabled: context.brainEnabled ?? false,
+    controlPlane: false,
+    approvalPolicy: undefined,
     resultSchemaJson: context.resultSchemaJson ?? '',
     labels: context.labels ?? {},
   };

@@ -37,6 +37,7 @@ export function createSidecarService(options: { catalogs: Catalogs; config: Side
     return {
       tools: definitions,
       instructions: assembled.instructions,
+      maxCallsInFlight: config.limits.maxConcurrentCallsPerTurn,
       session: createTurnSession({ tools: assembled.tools, limits: config.limits, logger, logFields }),
     };
   };
@@ -46,7 +47,7 @@ export function createSidecarService(options: { catalogs: Catalogs; config: Side
       const controller = new AbortController();
       call.on('cancelled', () => controller.abort());
       assemble(toDomainTurnContext(call.request.context), controller.signal).then(
-        ({ assembled, definitions }) => callback(null, { tools: definitions, instructions: assembled.instructions }),
+        ({ assembled, definitions }) => callback(null, { tools: definitions, instructions: assembled.instructions, maxCallsInFlight: config.limits.maxConcurrentCallsPerTurn }),
         (error: unknown) => callback({ ...toGrpcStatus(error), name: 'AssembleToolsError', message: String(error) }),
       );
     },

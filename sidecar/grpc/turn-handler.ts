@@ -12,6 +12,8 @@ import { toCallRequest, toDomainTurnContext, toTurnResponse } from './proto-mapp
 export interface OpenedTurn {
   tools: ToolDefinition[];
   instructions: string;
+  /** The sidecar's per-turn limit of calls in flight, told to the client. */
+  maxCallsInFlight: number;
   session: TurnSession;
 }
 
@@ -153,7 +155,7 @@ export function handleTurn(
     }
     session = opened.session;
     phase = 'open';
-    stream.write({ callId: '', event: { $case: 'toolSet', value: { tools: opened.tools, instructions: opened.instructions } } });
+    stream.write({ callId: '', event: { $case: 'toolSet', value: { tools: opened.tools, instructions: opened.instructions, maxCallsInFlight: opened.maxCallsInFlight } } });
     pipeDone = pipe(session.events);
     for (const pending of buffered.splice(0)) {
       if (phase !== 'open') break;

@@ -51,6 +51,7 @@ describe('a Python client built from the proto alone', () => {
       `--python_out=${scratch}`,
       `--grpc_out=${scratch}`,
       join(root, 'proto/toolruntime/v1/sidecar.proto'),
+      join(root, 'proto/toolruntime/v1/control_plane.proto'),
     ]);
     const workspace = mkdtempSync(join(tmpdir(), 'python-client-ws-'));
     const stateDir = mkdtempSync(join(tmpdir(), 'python-client-state-'));

@@ -19,7 +19,7 @@ const fixtures = fileURLToPath(new URL('../../fixtures/categories/', import.meta
 const resultSchemaJson = JSON.stringify({ type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'], additionalProperties: false });
 
 function context(overrides: Partial<TurnContext>): TurnContext {
-  return { agentId: 'agent-cat', turnId: `t-${Math.random()}`, kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, ...overrides };
+  return { agentId: 'agent-cat', turnId: `t-${Math.random()}`, kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined, ...overrides };
 }
 
 /** Opens a Turn, sends the calls (each waits for the previous result), half-closes, returns every response. */
@@ -44,7 +44,7 @@ async function runTurn(client: ToolSidecarServiceClient, turn: TurnContext, call
   await waitFor(() => responses.some((r) => r.event?.$case === 'toolSet'));
   for (const [index, [name, args]] of calls.entries()) {
     const callId = `c${index}`;
-    stream.write({ request: { $case: 'call', value: { callId, name, namespace: '', argumentsJson: JSON.stringify(args), deadlineMs: 20_000 } } });
+    stream.write({ request: { $case: 'call', value: { callId, name, namespace: '', argumentsJson: JSON.stringify(args), deadlineMs: 20_000, traceparent: '', tracestate: '' } } });
     await waitFor(() => responses.some((r) => r.callId === callId && r.event?.$case === 'result'));
   }
   stream.end();

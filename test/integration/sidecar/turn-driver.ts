@@ -47,7 +47,7 @@ export function openRequest(agentId: string, kind = TurnKind.TURN_KIND_TEXT): Tu
   return {
     request: {
       $case: 'open',
-      value: { context: { agentId, turnId: `turn-${Math.random()}`, kind, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {} } },
+      value: { context: { agentId, turnId: `turn-${Math.random()}`, kind, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined } },
     },
   };
 }
@@ -100,6 +100,8 @@ export async function openTurn(client: ToolSidecarServiceClient, agentId: string
             namespace: options.namespace ?? '',
             argumentsJson: typeof args === 'string' ? args : JSON.stringify(args),
             deadlineMs: options.deadlineMs ?? 0,
+            traceparent: '',
+            tracestate: '',
           },
         },
       });

@@ -224,7 +224,7 @@ describe('Turn over a real sidecar child', () => {
     stream.on('data', () => {});
     stream.on('error', () => {});
     const status = new Promise<grpc.StatusObject>((resolve) => stream.on('status', resolve));
-    stream.write({ request: { $case: 'call', value: { callId: 'x', name: 'noop', namespace: '', argumentsJson: '{}', deadlineMs: 0 } } });
+    stream.write({ request: { $case: 'call', value: { callId: 'x', name: 'noop', namespace: '', argumentsJson: '{}', deadlineMs: 0, traceparent: '', tracestate: '' } } });
     const first = await status;
     expect(first.code).toBe(grpc.status.INVALID_ARGUMENT);
     expect(first.details).toContain('must be `open`');

@@ -20,6 +20,7 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import { ControlReply, ControlRequest } from "./control_plane.js";
 
 export const protobufPackage = "toolruntime.v1";
 
@@ -111,6 +112,63 @@ export function executionModeToJSON(object: ExecutionMode): string {
   }
 }
 
+/** ApprovalMode selects the calls that need the client's approval. */
+export enum ApprovalMode {
+  /** APPROVAL_MODE_UNSPECIFIED - Treated as APPROVAL_MODE_NONE. */
+  APPROVAL_MODE_UNSPECIFIED = 0,
+  /** APPROVAL_MODE_NONE - No call asks. */
+  APPROVAL_MODE_NONE = 1,
+  /** APPROVAL_MODE_DESTRUCTIVE - Calls of tools whose definition says destructive. */
+  APPROVAL_MODE_DESTRUCTIVE = 2,
+  /** APPROVAL_MODE_NOT_READ_ONLY - Every call of a tool that is not read-only. */
+  APPROVAL_MODE_NOT_READ_ONLY = 3,
+  /** APPROVAL_MODE_LISTED - Calls of the tools named in ApprovalPolicy.tool_names. */
+  APPROVAL_MODE_LISTED = 4,
+  UNRECOGNIZED = -1,
+}
+
+export function approvalModeFromJSON(object: any): ApprovalMode {
+  switch (object) {
+    case 0:
+    case "APPROVAL_MODE_UNSPECIFIED":
+      return ApprovalMode.APPROVAL_MODE_UNSPECIFIED;
+    case 1:
+    case "APPROVAL_MODE_NONE":
+      return ApprovalMode.APPROVAL_MODE_NONE;
+    case 2:
+    case "APPROVAL_MODE_DESTRUCTIVE":
+      return ApprovalMode.APPROVAL_MODE_DESTRUCTIVE;
+    case 3:
+    case "APPROVAL_MODE_NOT_READ_ONLY":
+      return ApprovalMode.APPROVAL_MODE_NOT_READ_ONLY;
+    case 4:
+    case "APPROVAL_MODE_LISTED":
+      return ApprovalMode.APPROVAL_MODE_LISTED;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return ApprovalMode.UNRECOGNIZED;
+  }
+}
+
+export function approvalModeToJSON(object: ApprovalMode): string {
+  switch (object) {
+    case ApprovalMode.APPROVAL_MODE_UNSPECIFIED:
+      return "APPROVAL_MODE_UNSPECIFIED";
+    case ApprovalMode.APPROVAL_MODE_NONE:
+      return "APPROVAL_MODE_NONE";
+    case ApprovalMode.APPROVAL_MODE_DESTRUCTIVE:
+      return "APPROVAL_MODE_DESTRUCTIVE";
+    case ApprovalMode.APPROVAL_MODE_NOT_READ_ONLY:
+      return "APPROVAL_MODE_NOT_READ_ONLY";
+    case ApprovalMode.APPROVAL_MODE_LISTED:
+      return "APPROVAL_MODE_LISTED";
+    case ApprovalMode.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** TurnContext is everything the sidecar needs to assemble one turn's tool set. */
 export interface TurnContext {
   /** The agent the turn belongs to; per-agent state (the todo list) is keyed by it. */
@@ -131,11 +189,24 @@ export interface TurnContext {
   resultSchemaJson: string;
   /** Free-form labels, carried into the sidecar's logs. */
   labels: { [key: string]: string };
+  /**
+   * The client answers control requests (ClientRequest.control): only then does the sidecar offer
+   * the schedule, background job (with can_spawn_jobs) and workflow tools.
+   */
+  controlPlane: boolean;
+  /** Which calls must be approved by the client before they run. Unset means none. */
+  approvalPolicy: ApprovalPolicy | undefined;
 }
 
 export interface TurnContext_LabelsEntry {
   key: string;
   value: string;
+}
+
+export interface ApprovalPolicy {
+  mode: ApprovalMode;
+  /** For APPROVAL_MODE_LISTED: tool names, "namespace.name" for a namespaced tool. */
+  toolNames: string[];
 }
 
 export interface AssembleToolsRequest {
@@ -146,6 +217,11 @@ export interface AssembleToolsResponse {
   tools: ToolDefinition[];
   /** Instructions the tool set projects (the enabled skills' knowledge), to add to the prompt. */
   instructions: string;
+  /**
+   * How many calls the sidecar accepts in flight on one turn; more get "too_many_calls".
+   * A client queues beyond it. 0 from an older sidecar: assume 256.
+   */
+  maxCallsInFlight: number;
 }
 
 /** ToolDefinition is one tool as the model should see it, in a provider-neutral form. */
@@ -178,7 +254,9 @@ export interface TurnRequest {
   request: { $case: "open"; value: OpenTurn } | { $case: "call"; value: CallTool } | {
     $case: "cancel";
     value: CancelCall;
-  } | undefined;
+  } | //
+  /** Answers a `client_request` the sidecar sent. */
+  { $case: "reply"; value: ClientReply } | undefined;
 }
 
 /** OpenTurn must be the first request of a Turn stream. */
@@ -200,6 +278,13 @@ export interface CallTool {
    * sidecar's default (10 minutes unless configured); larger values are capped at its maximum.
    */
   deadlineMs: number;
+  /**
+   * W3C trace context of the client's span for this call (the `traceparent` and `tracestate`
+   * header values); empty when the client traces nothing. The sidecar's spans for the call are
+   * its children.
+   */
+  traceparent: string;
+  tracestate: string;
 }
 
 /**
@@ -219,7 +304,45 @@ export interface TurnResponse {
     | { $case: "activityStarted"; value: ActivityStarted }
     | { $case: "presentation"; value: PresentationEvent }
     | { $case: "result"; value: ToolResult }
+    | //
+    /** The sidecar asks the client something on behalf of the call; see rule 6 above. */
+    { $case: "clientRequest"; value: ClientRequest }
     | undefined;
+}
+
+/** ClientRequest is a question the sidecar asks the client while a call runs. */
+export interface ClientRequest {
+  /** Unique within the turn; the reply carries it back. */
+  requestId: string;
+  request: { $case: "control"; value: ControlRequest } | { $case: "approval"; value: ApprovalRequest } | undefined;
+}
+
+/** ClientReply answers one ClientRequest. */
+export interface ClientReply {
+  requestId: string;
+  reply: { $case: "control"; value: ControlReply } | { $case: "approval"; value: ApprovalDecision } | undefined;
+}
+
+/** ApprovalRequest asks whether a validated call may run. */
+export interface ApprovalRequest {
+  toolName: string;
+  namespace: string;
+  /** The call's activity label (describeActivity of the validated parameters). */
+  label: string;
+  /** The validated parameters, as JSON text. */
+  parametersJson: string;
+  readOnly: boolean;
+  destructive: boolean;
+}
+
+/**
+ * ApprovalDecision answers an ApprovalRequest. A denied call gets a result with error code
+ * "denied" and nothing of its tool runs.
+ */
+export interface ApprovalDecision {
+  approved: boolean;
+  /** Why, in words the model can read (optional). */
+  reason: string;
 }
 
 /** ToolSet answers OpenTurn. */
@@ -227,6 +350,11 @@ export interface ToolSet {
   tools: ToolDefinition[];
   /** Instructions the tool set projects (the enabled skills' knowledge), to add to the prompt. */
   instructions: string;
+  /**
+   * How many calls the sidecar accepts in flight on this turn; more get "too_many_calls".
+   * A client queues beyond it. 0 from an older sidecar: assume 256.
+   */
+  maxCallsInFlight: number;
 }
 
 /** ActivityStarted carries the short human-readable label of a call that started running. */
@@ -257,7 +385,8 @@ export interface ToolResult {
   terminateTurn: boolean;
   /**
    * Set when the call failed. Codes: "invalid_arguments", "arguments_too_large", "unknown_tool",
-   * "duplicate_call_id", "tool_failed", "timeout", "aborted", "too_many_calls", "internal".
+   * "duplicate_call_id", "tool_failed", "timeout", "aborted", "too_many_calls", "internal",
+   * "denied" (the client refused approval).
    */
   error:
     | ToolError
@@ -295,6 +424,8 @@ function createBaseTurnContext(): TurnContext {
     brainEnabled: false,
     resultSchemaJson: "",
     labels: {},
+    controlPlane: false,
+    approvalPolicy: undefined,
   };
 }
 
@@ -324,6 +455,12 @@ export const TurnContext: MessageFns<TurnContext> = {
     globalThis.Object.entries(message.labels).forEach(([key, value]: [string, string]) => {
       TurnContext_LabelsEntry.encode({ key: key as any, value }, writer.uint32(66).fork()).join();
     });
+    if (message.controlPlane !== false) {
+      writer.uint32(72).bool(message.controlPlane);
+    }
+    if (message.approvalPolicy !== undefined) {
+      ApprovalPolicy.encode(message.approvalPolicy, writer.uint32(82).fork()).join();
+    }
     return writer;
   },
 
@@ -407,6 +544,22 @@ export const TurnContext: MessageFns<TurnContext> = {
             }
             continue;
           }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.controlPlane = reader.bool();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.approvalPolicy = ApprovalPolicy.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -466,6 +619,16 @@ export const TurnContext: MessageFns<TurnContext> = {
           {},
         )
         : {},
+      controlPlane: isSet(object.controlPlane)
+        ? globalThis.Boolean(object.controlPlane)
+        : isSet(object.control_plane)
+        ? globalThis.Boolean(object.control_plane)
+        : false,
+      approvalPolicy: isSet(object.approvalPolicy)
+        ? ApprovalPolicy.fromJSON(object.approvalPolicy)
+        : isSet(object.approval_policy)
+        ? ApprovalPolicy.fromJSON(object.approval_policy)
+        : undefined,
     };
   },
 
@@ -501,6 +664,12 @@ export const TurnContext: MessageFns<TurnContext> = {
         });
       }
     }
+    if (message.controlPlane !== false) {
+      obj.controlPlane = message.controlPlane;
+    }
+    if (message.approvalPolicy !== undefined) {
+      obj.approvalPolicy = ApprovalPolicy.toJSON(message.approvalPolicy);
+    }
     return obj;
   },
 
@@ -525,6 +694,10 @@ export const TurnContext: MessageFns<TurnContext> = {
       },
       {},
     );
+    message.controlPlane = object.controlPlane ?? false;
+    message.approvalPolicy = (object.approvalPolicy !== undefined && object.approvalPolicy !== null)
+      ? ApprovalPolicy.fromPartial(object.approvalPolicy)
+      : undefined;
     return message;
   },
 };
@@ -614,6 +787,95 @@ export const TurnContext_LabelsEntry: MessageFns<TurnContext_LabelsEntry> = {
   },
 };
 
+function createBaseApprovalPolicy(): ApprovalPolicy {
+  return { mode: 0, toolNames: [] };
+}
+
+export const ApprovalPolicy: MessageFns<ApprovalPolicy> = {
+  encode(message: ApprovalPolicy, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.mode !== 0) {
+      writer.uint32(8).int32(message.mode);
+    }
+    for (const v of message.toolNames) {
+      writer.uint32(18).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ApprovalPolicy {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseApprovalPolicy();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.mode = reader.int32() as any;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.toolNames.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ApprovalPolicy {
+    return {
+      mode: isSet(object.mode) ? approvalModeFromJSON(object.mode) : 0,
+      toolNames: globalThis.Array.isArray(object?.toolNames)
+        ? object.toolNames.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.tool_names)
+        ? object.tool_names.map((e: any) => globalThis.String(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ApprovalPolicy): unknown {
+    const obj: any = {};
+    if (message.mode !== 0) {
+      obj.mode = approvalModeToJSON(message.mode);
+    }
+    if (message.toolNames?.length) {
+      obj.toolNames = message.toolNames;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ApprovalPolicy>, I>>(base?: I): ApprovalPolicy {
+    return ApprovalPolicy.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ApprovalPolicy>, I>>(object: I): ApprovalPolicy {
+    const message = createBaseApprovalPolicy();
+    message.mode = object.mode ?? 0;
+    message.toolNames = object.toolNames?.map((e) => e) || [];
+    return message;
+  },
+};
+
 function createBaseAssembleToolsRequest(): AssembleToolsRequest {
   return { context: undefined };
 }
@@ -684,7 +946,7 @@ export const AssembleToolsRequest: MessageFns<AssembleToolsRequest> = {
 };
 
 function createBaseAssembleToolsResponse(): AssembleToolsResponse {
-  return { tools: [], instructions: "" };
+  return { tools: [], instructions: "", maxCallsInFlight: 0 };
 }
 
 export const AssembleToolsResponse: MessageFns<AssembleToolsResponse> = {
@@ -694,6 +956,9 @@ export const AssembleToolsResponse: MessageFns<AssembleToolsResponse> = {
     }
     if (message.instructions !== "") {
       writer.uint32(18).string(message.instructions);
+    }
+    if (message.maxCallsInFlight !== 0) {
+      writer.uint32(24).uint32(message.maxCallsInFlight);
     }
     return writer;
   },
@@ -727,6 +992,14 @@ export const AssembleToolsResponse: MessageFns<AssembleToolsResponse> = {
             message.instructions = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.maxCallsInFlight = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -743,6 +1016,11 @@ export const AssembleToolsResponse: MessageFns<AssembleToolsResponse> = {
     return {
       tools: globalThis.Array.isArray(object?.tools) ? object.tools.map((e: any) => ToolDefinition.fromJSON(e)) : [],
       instructions: isSet(object.instructions) ? globalThis.String(object.instructions) : "",
+      maxCallsInFlight: isSet(object.maxCallsInFlight)
+        ? globalThis.Number(object.maxCallsInFlight)
+        : isSet(object.max_calls_in_flight)
+        ? globalThis.Number(object.max_calls_in_flight)
+        : 0,
     };
   },
 
@@ -754,6 +1032,9 @@ export const AssembleToolsResponse: MessageFns<AssembleToolsResponse> = {
     if (message.instructions !== "") {
       obj.instructions = message.instructions;
     }
+    if (message.maxCallsInFlight !== 0) {
+      obj.maxCallsInFlight = Math.round(message.maxCallsInFlight);
+    }
     return obj;
   },
 
@@ -764,6 +1045,7 @@ export const AssembleToolsResponse: MessageFns<AssembleToolsResponse> = {
     const message = createBaseAssembleToolsResponse();
     message.tools = object.tools?.map((e) => ToolDefinition.fromPartial(e)) || [];
     message.instructions = object.instructions ?? "";
+    message.maxCallsInFlight = object.maxCallsInFlight ?? 0;
     return message;
   },
 };
@@ -1028,6 +1310,9 @@ export const TurnRequest: MessageFns<TurnRequest> = {
       case "cancel":
         CancelCall.encode(message.request.value, writer.uint32(26).fork()).join();
         break;
+      case "reply":
+        ClientReply.encode(message.request.value, writer.uint32(34).fork()).join();
+        break;
     }
     return writer;
   },
@@ -1069,6 +1354,14 @@ export const TurnRequest: MessageFns<TurnRequest> = {
             message.request = { $case: "cancel", value: CancelCall.decode(reader, reader.uint32()) };
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.request = { $case: "reply", value: ClientReply.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1089,6 +1382,8 @@ export const TurnRequest: MessageFns<TurnRequest> = {
         ? { $case: "call", value: CallTool.fromJSON(object.call) }
         : isSet(object.cancel)
         ? { $case: "cancel", value: CancelCall.fromJSON(object.cancel) }
+        : isSet(object.reply)
+        ? { $case: "reply", value: ClientReply.fromJSON(object.reply) }
         : undefined,
     };
   },
@@ -1101,6 +1396,8 @@ export const TurnRequest: MessageFns<TurnRequest> = {
       obj.call = CallTool.toJSON(message.request.value);
     } else if (message.request?.$case === "cancel") {
       obj.cancel = CancelCall.toJSON(message.request.value);
+    } else if (message.request?.$case === "reply") {
+      obj.reply = ClientReply.toJSON(message.request.value);
     }
     return obj;
   },
@@ -1126,6 +1423,12 @@ export const TurnRequest: MessageFns<TurnRequest> = {
       case "cancel": {
         if (object.request?.value !== undefined && object.request?.value !== null) {
           message.request = { $case: "cancel", value: CancelCall.fromPartial(object.request.value) };
+        }
+        break;
+      }
+      case "reply": {
+        if (object.request?.value !== undefined && object.request?.value !== null) {
+          message.request = { $case: "reply", value: ClientReply.fromPartial(object.request.value) };
         }
         break;
       }
@@ -1204,7 +1507,7 @@ export const OpenTurn: MessageFns<OpenTurn> = {
 };
 
 function createBaseCallTool(): CallTool {
-  return { callId: "", name: "", namespace: "", argumentsJson: "", deadlineMs: 0 };
+  return { callId: "", name: "", namespace: "", argumentsJson: "", deadlineMs: 0, traceparent: "", tracestate: "" };
 }
 
 export const CallTool: MessageFns<CallTool> = {
@@ -1223,6 +1526,12 @@ export const CallTool: MessageFns<CallTool> = {
     }
     if (message.deadlineMs !== 0) {
       writer.uint32(40).uint32(message.deadlineMs);
+    }
+    if (message.traceparent !== "") {
+      writer.uint32(50).string(message.traceparent);
+    }
+    if (message.tracestate !== "") {
+      writer.uint32(58).string(message.tracestate);
     }
     return writer;
   },
@@ -1280,6 +1589,22 @@ export const CallTool: MessageFns<CallTool> = {
             message.deadlineMs = reader.uint32();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.traceparent = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.tracestate = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1311,6 +1636,8 @@ export const CallTool: MessageFns<CallTool> = {
         : isSet(object.deadline_ms)
         ? globalThis.Number(object.deadline_ms)
         : 0,
+      traceparent: isSet(object.traceparent) ? globalThis.String(object.traceparent) : "",
+      tracestate: isSet(object.tracestate) ? globalThis.String(object.tracestate) : "",
     };
   },
 
@@ -1331,6 +1658,12 @@ export const CallTool: MessageFns<CallTool> = {
     if (message.deadlineMs !== 0) {
       obj.deadlineMs = Math.round(message.deadlineMs);
     }
+    if (message.traceparent !== "") {
+      obj.traceparent = message.traceparent;
+    }
+    if (message.tracestate !== "") {
+      obj.tracestate = message.tracestate;
+    }
     return obj;
   },
 
@@ -1344,6 +1677,8 @@ export const CallTool: MessageFns<CallTool> = {
     message.namespace = object.namespace ?? "";
     message.argumentsJson = object.argumentsJson ?? "";
     message.deadlineMs = object.deadlineMs ?? 0;
+    message.traceparent = object.traceparent ?? "";
+    message.tracestate = object.tracestate ?? "";
     return message;
   },
 };
@@ -1459,6 +1794,9 @@ export const TurnResponse: MessageFns<TurnResponse> = {
       case "result":
         ToolResult.encode(message.event.value, writer.uint32(42).fork()).join();
         break;
+      case "clientRequest":
+        ClientRequest.encode(message.event.value, writer.uint32(50).fork()).join();
+        break;
     }
     return writer;
   },
@@ -1516,6 +1854,14 @@ export const TurnResponse: MessageFns<TurnResponse> = {
             message.event = { $case: "result", value: ToolResult.decode(reader, reader.uint32()) };
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.event = { $case: "clientRequest", value: ClientRequest.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1547,6 +1893,10 @@ export const TurnResponse: MessageFns<TurnResponse> = {
         ? { $case: "presentation", value: PresentationEvent.fromJSON(object.presentation) }
         : isSet(object.result)
         ? { $case: "result", value: ToolResult.fromJSON(object.result) }
+        : isSet(object.clientRequest)
+        ? { $case: "clientRequest", value: ClientRequest.fromJSON(object.clientRequest) }
+        : isSet(object.client_request)
+        ? { $case: "clientRequest", value: ClientRequest.fromJSON(object.client_request) }
         : undefined,
     };
   },
@@ -1564,6 +1914,8 @@ export const TurnResponse: MessageFns<TurnResponse> = {
       obj.presentation = PresentationEvent.toJSON(message.event.value);
     } else if (message.event?.$case === "result") {
       obj.result = ToolResult.toJSON(message.event.value);
+    } else if (message.event?.$case === "clientRequest") {
+      obj.clientRequest = ClientRequest.toJSON(message.event.value);
     }
     return obj;
   },
@@ -1599,13 +1951,507 @@ export const TurnResponse: MessageFns<TurnResponse> = {
         }
         break;
       }
+      case "clientRequest": {
+        if (object.event?.value !== undefined && object.event?.value !== null) {
+          message.event = { $case: "clientRequest", value: ClientRequest.fromPartial(object.event.value) };
+        }
+        break;
+      }
     }
     return message;
   },
 };
 
+function createBaseClientRequest(): ClientRequest {
+  return { requestId: "", request: undefined };
+}
+
+export const ClientRequest: MessageFns<ClientRequest> = {
+  encode(message: ClientRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== "") {
+      writer.uint32(10).string(message.requestId);
+    }
+    switch (message.request?.$case) {
+      case "control":
+        ControlRequest.encode(message.request.value, writer.uint32(18).fork()).join();
+        break;
+      case "approval":
+        ApprovalRequest.encode(message.request.value, writer.uint32(26).fork()).join();
+        break;
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ClientRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseClientRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.request = { $case: "control", value: ControlRequest.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.request = { $case: "approval", value: ApprovalRequest.decode(reader, reader.uint32()) };
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ClientRequest {
+    return {
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+      request: isSet(object.control)
+        ? { $case: "control", value: ControlRequest.fromJSON(object.control) }
+        : isSet(object.approval)
+        ? { $case: "approval", value: ApprovalRequest.fromJSON(object.approval) }
+        : undefined,
+    };
+  },
+
+  toJSON(message: ClientRequest): unknown {
+    const obj: any = {};
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    if (message.request?.$case === "control") {
+      obj.control = ControlRequest.toJSON(message.request.value);
+    } else if (message.request?.$case === "approval") {
+      obj.approval = ApprovalRequest.toJSON(message.request.value);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ClientRequest>, I>>(base?: I): ClientRequest {
+    return ClientRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ClientRequest>, I>>(object: I): ClientRequest {
+    const message = createBaseClientRequest();
+    message.requestId = object.requestId ?? "";
+    switch (object.request?.$case) {
+      case "control": {
+        if (object.request?.value !== undefined && object.request?.value !== null) {
+          message.request = { $case: "control", value: ControlRequest.fromPartial(object.request.value) };
+        }
+        break;
+      }
+      case "approval": {
+        if (object.request?.value !== undefined && object.request?.value !== null) {
+          message.request = { $case: "approval", value: ApprovalRequest.fromPartial(object.request.value) };
+        }
+        break;
+      }
+    }
+    return message;
+  },
+};
+
+function createBaseClientReply(): ClientReply {
+  return { requestId: "", reply: undefined };
+}
+
+export const ClientReply: MessageFns<ClientReply> = {
+  encode(message: ClientReply, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== "") {
+      writer.uint32(10).string(message.requestId);
+    }
+    switch (message.reply?.$case) {
+      case "control":
+        ControlReply.encode(message.reply.value, writer.uint32(18).fork()).join();
+        break;
+      case "approval":
+        ApprovalDecision.encode(message.reply.value, writer.uint32(26).fork()).join();
+        break;
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ClientReply {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseClientReply();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.reply = { $case: "control", value: ControlReply.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.reply = { $case: "approval", value: ApprovalDecision.decode(reader, reader.uint32()) };
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ClientReply {
+    return {
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+      reply: isSet(object.control)
+        ? { $case: "control", value: ControlReply.fromJSON(object.control) }
+        : isSet(object.approval)
+        ? { $case: "approval", value: ApprovalDecision.fromJSON(object.approval) }
+        : undefined,
+    };
+  },
+
+  toJSON(message: ClientReply): unknown {
+    const obj: any = {};
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    if (message.reply?.$case === "control") {
+      obj.control = ControlReply.toJSON(message.reply.value);
+    } else if (message.reply?.$case === "approval") {
+      obj.approval = ApprovalDecision.toJSON(message.reply.value);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ClientReply>, I>>(base?: I): ClientReply {
+    return ClientReply.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ClientReply>, I>>(object: I): ClientReply {
+    const message = createBaseClientReply();
+    message.requestId = object.requestId ?? "";
+    switch (object.reply?.$case) {
+      case "control": {
+        if (object.reply?.value !== undefined && object.reply?.value !== null) {
+          message.reply = { $case: "control", value: ControlReply.fromPartial(object.reply.value) };
+        }
+        break;
+      }
+      case "approval": {
+        if (object.reply?.value !== undefined && object.reply?.value !== null) {
+          message.reply = { $case: "approval", value: ApprovalDecision.fromPartial(object.reply.value) };
+        }
+        break;
+      }
+    }
+    return message;
+  },
+};
+
+function createBaseApprovalRequest(): ApprovalRequest {
+  return { toolName: "", namespace: "", label: "", parametersJson: "", readOnly: false, destructive: false };
+}
+
+export const ApprovalRequest: MessageFns<ApprovalRequest> = {
+  encode(message: ApprovalRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.toolName !== "") {
+      writer.uint32(10).string(message.toolName);
+    }
+    if (message.namespace !== "") {
+      writer.uint32(18).string(message.namespace);
+    }
+    if (message.label !== "") {
+      writer.uint32(26).string(message.label);
+    }
+    if (message.parametersJson !== "") {
+      writer.uint32(34).string(message.parametersJson);
+    }
+    if (message.readOnly !== false) {
+      writer.uint32(40).bool(message.readOnly);
+    }
+    if (message.destructive !== false) {
+      writer.uint32(48).bool(message.destructive);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ApprovalRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseApprovalRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.toolName = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.namespace = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.label = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.parametersJson = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.readOnly = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.destructive = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ApprovalRequest {
+    return {
+      toolName: isSet(object.toolName)
+        ? globalThis.String(object.toolName)
+        : isSet(object.tool_name)
+        ? globalThis.String(object.tool_name)
+        : "",
+      namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "",
+      label: isSet(object.label) ? globalThis.String(object.label) : "",
+      parametersJson: isSet(object.parametersJson)
+        ? globalThis.String(object.parametersJson)
+        : isSet(object.parameters_json)
+        ? globalThis.String(object.parameters_json)
+        : "",
+      readOnly: isSet(object.readOnly)
+        ? globalThis.Boolean(object.readOnly)
+        : isSet(object.read_only)
+        ? globalThis.Boolean(object.read_only)
+        : false,
+      destructive: isSet(object.destructive) ? globalThis.Boolean(object.destructive) : false,
+    };
+  },
+
+  toJSON(message: ApprovalRequest): unknown {
+    const obj: any = {};
+    if (message.toolName !== "") {
+      obj.toolName = message.toolName;
+    }
+    if (message.namespace !== "") {
+      obj.namespace = message.namespace;
+    }
+    if (message.label !== "") {
+      obj.label = message.label;
+    }
+    if (message.parametersJson !== "") {
+      obj.parametersJson = message.parametersJson;
+    }
+    if (message.readOnly !== false) {
+      obj.readOnly = message.readOnly;
+    }
+    if (message.destructive !== false) {
+      obj.destructive = message.destructive;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ApprovalRequest>, I>>(base?: I): ApprovalRequest {
+    return ApprovalRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ApprovalRequest>, I>>(object: I): ApprovalRequest {
+    const message = createBaseApprovalRequest();
+    message.toolName = object.toolName ?? "";
+    message.namespace = object.namespace ?? "";
+    message.label = object.label ?? "";
+    message.parametersJson = object.parametersJson ?? "";
+    message.readOnly = object.readOnly ?? false;
+    message.destructive = object.destructive ?? false;
+    return message;
+  },
+};
+
+function createBaseApprovalDecision(): ApprovalDecision {
+  return { approved: false, reason: "" };
+}
+
+export const ApprovalDecision: MessageFns<ApprovalDecision> = {
+  encode(message: ApprovalDecision, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.approved !== false) {
+      writer.uint32(8).bool(message.approved);
+    }
+    if (message.reason !== "") {
+      writer.uint32(18).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ApprovalDecision {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseApprovalDecision();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.approved = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ApprovalDecision {
+    return {
+      approved: isSet(object.approved) ? globalThis.Boolean(object.approved) : false,
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+    };
+  },
+
+  toJSON(message: ApprovalDecision): unknown {
+    const obj: any = {};
+    if (message.approved !== false) {
+      obj.approved = message.approved;
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ApprovalDecision>, I>>(base?: I): ApprovalDecision {
+    return ApprovalDecision.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ApprovalDecision>, I>>(object: I): ApprovalDecision {
+    const message = createBaseApprovalDecision();
+    message.approved = object.approved ?? false;
+    message.reason = object.reason ?? "";
+    return message;
+  },
+};
+
 function createBaseToolSet(): ToolSet {
-  return { tools: [], instructions: "" };
+  return { tools: [], instructions: "", maxCallsInFlight: 0 };
 }
 
 export const ToolSet: MessageFns<ToolSet> = {
@@ -1615,6 +2461,9 @@ export const ToolSet: MessageFns<ToolSet> = {
     }
     if (message.instructions !== "") {
       writer.uint32(18).string(message.instructions);
+    }
+    if (message.maxCallsInFlight !== 0) {
+      writer.uint32(24).uint32(message.maxCallsInFlight);
     }
     return writer;
   },
@@ -1648,6 +2497,14 @@ export const ToolSet: MessageFns<ToolSet> = {
             message.instructions = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.maxCallsInFlight = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1664,6 +2521,11 @@ export const ToolSet: MessageFns<ToolSet> = {
     return {
       tools: globalThis.Array.isArray(object?.tools) ? object.tools.map((e: any) => ToolDefinition.fromJSON(e)) : [],
       instructions: isSet(object.instructions) ? globalThis.String(object.instructions) : "",
+      maxCallsInFlight: isSet(object.maxCallsInFlight)
+        ? globalThis.Number(object.maxCallsInFlight)
+        : isSet(object.max_calls_in_flight)
+        ? globalThis.Number(object.max_calls_in_flight)
+        : 0,
     };
   },
 
@@ -1675,6 +2537,9 @@ export const ToolSet: MessageFns<ToolSet> = {
     if (message.instructions !== "") {
       obj.instructions = message.instructions;
     }
+    if (message.maxCallsInFlight !== 0) {
+      obj.maxCallsInFlight = Math.round(message.maxCallsInFlight);
+    }
     return obj;
   },
 
@@ -1685,6 +2550,7 @@ export const ToolSet: MessageFns<ToolSet> = {
     const message = createBaseToolSet();
     message.tools = object.tools?.map((e) => ToolDefinition.fromPartial(e)) || [];
     message.instructions = object.instructions ?? "";
+    message.maxCallsInFlight = object.maxCallsInFlight ?? 0;
     return message;
   },
 };
@@ -2373,6 +3239,18 @@ export const ToolSidecarServiceService = {
    * 5. Half-closing the request side lets running calls finish; the sidecar then ends the stream.
    *    Cancelling the RPC (or the client vanishing) aborts every call still running, child
    *    processes included.
+   * 6. Reverse requests. While a call runs, the sidecar may ask the client something: a
+   *    `client_request` event, tagged with the call's call_id and a request_id unique within the
+   *    turn. The client answers with one `client_reply` carrying the same request_id. Two kinds:
+   *    - `control`: a schedule, background job or workflow tool's operation. Sent only when the
+   *      turn's context has `control_plane` set; without it those tools are not in the tool set.
+   *    - `approval`: the call needs a decision before its tool runs, as the turn's
+   *      `approval_policy` says. Sent after the arguments are validated, before `execute`.
+   *    A request is bounded: it waits at most until its call's deadline, and a cancel, the
+   *    deadline or the stream's end while it waits gives the call its usual result (`aborted`,
+   *    `timeout`). A call whose request is never answered still gets exactly one result. A reply
+   *    with an unknown or already answered request_id is ignored. A client that never sets
+   *    `control_plane` or an approval policy never receives a `client_request`.
    */
   turn: {
     path: "/toolruntime.v1.ToolSidecarService/Turn" as const,
@@ -2410,6 +3288,18 @@ export interface ToolSidecarServiceServer extends UntypedServiceImplementation {
    * 5. Half-closing the request side lets running calls finish; the sidecar then ends the stream.
    *    Cancelling the RPC (or the client vanishing) aborts every call still running, child
    *    processes included.
+   * 6. Reverse requests. While a call runs, the sidecar may ask the client something: a
+   *    `client_request` event, tagged with the call's call_id and a request_id unique within the
+   *    turn. The client answers with one `client_reply` carrying the same request_id. Two kinds:
+   *    - `control`: a schedule, background job or workflow tool's operation. Sent only when the
+   *      turn's context has `control_plane` set; without it those tools are not in the tool set.
+   *    - `approval`: the call needs a decision before its tool runs, as the turn's
+   *      `approval_policy` says. Sent after the arguments are validated, before `execute`.
+   *    A request is bounded: it waits at most until its call's deadline, and a cancel, the
+   *    deadline or the stream's end while it waits gives the call its usual result (`aborted`,
+   *    `timeout`). A call whose request is never answered still gets exactly one result. A reply
+   *    with an unknown or already answered request_id is ignored. A client that never sets
+   *    `control_plane` or an approval policy never receives a `client_request`.
    */
   turn: handleBidiStreamingCall<TurnRequest, TurnResponse>;
 }
@@ -2453,6 +3343,18 @@ export interface ToolSidecarServiceClient extends Client {
    * 5. Half-closing the request side lets running calls finish; the sidecar then ends the stream.
    *    Cancelling the RPC (or the client vanishing) aborts every call still running, child
    *    processes included.
+   * 6. Reverse requests. While a call runs, the sidecar may ask the client something: a
+   *    `client_request` event, tagged with the call's call_id and a request_id unique within the
+   *    turn. The client answers with one `client_reply` carrying the same request_id. Two kinds:
+   *    - `control`: a schedule, background job or workflow tool's operation. Sent only when the
+   *      turn's context has `control_plane` set; without it those tools are not in the tool set.
+   *    - `approval`: the call needs a decision before its tool runs, as the turn's
+   *      `approval_policy` says. Sent after the arguments are validated, before `execute`.
+   *    A request is bounded: it waits at most until its call's deadline, and a cancel, the
+   *    deadline or the stream's end while it waits gives the call its usual result (`aborted`,
+   *    `timeout`). A call whose request is never answered still gets exactly one result. A reply
+   *    with an unknown or already answered request_id is ignored. A client that never sets
+   *    `control_plane` or an approval policy never receives a `client_request`.
    */
   turn(): ClientDuplexStream<TurnRequest, TurnResponse>;
   turn(options: Partial<CallOptions>): ClientDuplexStream<TurnRequest, TurnResponse>;

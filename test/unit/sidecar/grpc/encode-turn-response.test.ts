@@ -52,7 +52,7 @@ describe('encodeTurnResponse', () => {
   });
 
   it('hands the tool set to ts-proto', () => {
-    const message: TurnResponse = { callId: '', event: { $case: 'toolSet', value: { tools: [], instructions: 'Use the tools.' } } };
+    const message: TurnResponse = { callId: '', event: { $case: 'toolSet', value: { tools: [], instructions: 'Use the tools.', maxCallsInFlight: 256 } } };
     expect(encodeTurnResponse(message).equals(Buffer.from(TurnResponse.encode(message).finish()))).toBe(true);
   });
 });
@@ -62,7 +62,7 @@ describe('encodeTurnResponse', () => {
 // comparison case added above) instead of being dropped from the wire without a word.
 describe('encodeTurnResponse and the proto', () => {
   it('covers every field of the messages it encodes by hand', () => {
-    const definition = loadSync(fileURLToPath(new URL('../../../../proto/toolruntime/v1/sidecar.proto', import.meta.url)), { keepCase: true });
+    const definition = loadSync('toolruntime/v1/sidecar.proto', { keepCase: true, includeDirs: [fileURLToPath(new URL('../../../../proto/', import.meta.url))] });
     const fields = (message: string) => {
       const type = (definition[`toolruntime.v1.${message}`] as { type: { field: Array<{ name: string; number: number }> } }).type;
       return type.field.map((field) => `${field.number}:${field.name}`);
@@ -76,7 +76,7 @@ describe('encodeTurnResponse and the proto', () => {
       ImagePart: fields('ImagePart'),
       ToolError: fields('ToolError'),
     }).toEqual({
-      TurnResponse: ['1:call_id', '2:tool_set', '3:activity_started', '4:presentation', '5:result'],
+      TurnResponse: ['1:call_id', '2:tool_set', '3:activity_started', '4:presentation', '5:result', '6:client_request'],
       ActivityStarted: ['1:label'],
       PresentationEvent: ['1:kind', '2:payload_json'],
       ToolResult: ['1:content', '2:details_json', '3:completed_label', '4:terminate_turn', '5:error', '6:repairs', '7:duration_ms'],
