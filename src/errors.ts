@@ -30,12 +30,6 @@ export type ToolRuntimeErrorCode =
   | 'model_error'
   /** The sidecar is unreachable or died. */
   | 'sidecar_unavailable'
-  /** The control plane has no such workflow, schedule or job (for this agent). */
-  | 'not_found'
-  /** The caller may not act for that agent. */
-  | 'permission_denied'
-  /** A control-plane limit (schedules, jobs, workflows per agent) is reached. */
-  | 'limit_exceeded'
   /** A bug or an unexpected state. */
   | 'internal';
 

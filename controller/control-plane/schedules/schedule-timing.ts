@@ -1,5 +1,5 @@
 import { Cron } from 'croner';
-import { ToolRuntimeError } from '../../../src/index.js';
+import { ControlPlaneError } from '../control-plane-error.js';
 
 /** When a schedule fires: a cron expression read in an IANA time zone, or one instant. */
 export type ScheduleTiming =
@@ -14,41 +14,41 @@ export const MAX_COUNTED_FIRINGS = 100_000;
  * 6 fields, parsed by croner) and a one-off ISO 8601 time (with an offset, or a local time read in
  * `timeZone`), and an IANA time zone (default "UTC"). A one-off time must not be in the past.
  *
- * @throws ToolRuntimeError `invalid_request` with a message the model can act on.
+ * @throws ControlPlaneError `invalid_request` with a message the model can act on.
  */
 export function parseScheduleTiming(input: { cron?: string; at?: string; timeZone?: string }, now: number): ScheduleTiming {
   const cron = input.cron?.trim() ?? '';
   const at = input.at?.trim() ?? '';
   const timeZone = input.timeZone?.trim() || 'UTC';
   if (!isTimeZone(timeZone)) {
-    throw new ToolRuntimeError('invalid_request', `"${timeZone}" is not an IANA time zone: use a name such as "UTC", "Europe/Paris" or "America/New_York"`);
+    throw new ControlPlaneError('invalid_request', `"${timeZone}" is not an IANA time zone: use a name such as "UTC", "Europe/Paris" or "America/New_York"`);
   }
   if ((cron === '') === (at === '')) {
-    throw new ToolRuntimeError('invalid_request', 'give exactly one of `cron` (a cron expression, e.g. "0 9 * * 1-5") and `at` (a one-off ISO time, e.g. "2026-12-01T09:00:00Z")');
+    throw new ControlPlaneError('invalid_request', 'give exactly one of `cron` (a cron expression, e.g. "0 9 * * 1-5") and `at` (a one-off ISO time, e.g. "2026-12-01T09:00:00Z")');
   }
   if (cron !== '') {
-    if (cron.length > 200) throw new ToolRuntimeError('invalid_request', 'the cron expression is longer than 200 characters');
+    if (cron.length > 200) throw new ControlPlaneError('invalid_request', 'the cron expression is longer than 200 characters');
     let next: Date | null;
     try {
       next = new Cron(cron, { timezone: timeZone, paused: true, mode: '5-or-6-parts' }).nextRun(new Date(now));
     } catch (error) {
-      throw new ToolRuntimeError('invalid_request', `"${cron}" is not a cron expression: ${(error as Error).message}. Use 5 fields (minute hour day month weekday) or 6 (with seconds first)`);
+      throw new ControlPlaneError('invalid_request', `"${cron}" is not a cron expression: ${(error as Error).message}. Use 5 fields (minute hour day month weekday) or 6 (with seconds first)`);
     }
-    if (!next) throw new ToolRuntimeError('invalid_request', `the cron expression "${cron}" never fires`);
+    if (!next) throw new ControlPlaneError('invalid_request', `the cron expression "${cron}" never fires`);
     return { kind: 'cron', cron, timeZone };
   }
   if (at.length > 64 || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/.test(at)) {
-    throw new ToolRuntimeError('invalid_request', `"${at}" is not an ISO 8601 time: use e.g. "2026-12-01T09:00:00Z", or a local time such as "2026-12-01T09:00:00" read in time_zone`);
+    throw new ControlPlaneError('invalid_request', `"${at}" is not an ISO 8601 time: use e.g. "2026-12-01T09:00:00Z", or a local time such as "2026-12-01T09:00:00" read in time_zone`);
   }
   let atMs: number | undefined;
   try {
     atMs = new Cron(at, { timezone: timeZone, paused: true }).nextRun(new Date(0))?.getTime();
   } catch (error) {
-    throw new ToolRuntimeError('invalid_request', `"${at}" is not a valid ISO 8601 time: ${(error as Error).message}`);
+    throw new ControlPlaneError('invalid_request', `"${at}" is not a valid ISO 8601 time: ${(error as Error).message}`);
   }
-  if (atMs === undefined || Number.isNaN(atMs)) throw new ToolRuntimeError('invalid_request', `"${at}" is not a valid ISO 8601 time`);
+  if (atMs === undefined || Number.isNaN(atMs)) throw new ControlPlaneError('invalid_request', `"${at}" is not a valid ISO 8601 time`);
   if (atMs < now - 1_000) {
-    throw new ToolRuntimeError('invalid_request', `${new Date(atMs).toISOString()} is in the past (now is ${new Date(now).toISOString()}): give a future time`);
+    throw new ControlPlaneError('invalid_request', `${new Date(atMs).toISOString()} is in the past (now is ${new Date(now).toISOString()}): give a future time`);
   }
   return { kind: 'at', at, timeZone, atMs };
 }

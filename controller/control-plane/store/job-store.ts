@@ -47,7 +47,7 @@ export interface JobStore {
   /**
    * Queues a new job.
    *
-   * @throws ToolRuntimeError `limit_exceeded` when the agent already has `maxQueuedPerAgent` jobs
+   * @throws ControlPlaneError `limit_exceeded` when the agent already has `maxQueuedPerAgent` jobs
    *   queued or running.
    */
   insert(job: NewJob, limits: { maxQueuedPerAgent: number }): Promise<JobRecord>;

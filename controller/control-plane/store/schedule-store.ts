@@ -54,7 +54,7 @@ export interface ScheduleStore {
   /**
    * Stores a new schedule.
    *
-   * @throws ToolRuntimeError `limit_exceeded` when the agent already has `maxPerAgent` schedules.
+   * @throws ControlPlaneError `limit_exceeded` when the agent already has `maxPerAgent` schedules.
    */
   create(schedule: NewSchedule, limits: { maxPerAgent: number }): Promise<ScheduleRecord>;
   /** One agent's schedules (every agent's when `agentId` is undefined), oldest first. */

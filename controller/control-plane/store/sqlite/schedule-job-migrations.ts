@@ -1,11 +1,11 @@
 /**
- * The schedules and background jobs tables, as SQL migrations appended to the store's ordered
- * migration list. Times are epoch milliseconds (INTEGER). `seq` orders rows by insertion.
+ * The schedules and background jobs tables, one entry of the store's ordered migration list
+ * (migrations.ts gives it its version). Times are epoch milliseconds (INTEGER); `seq` orders rows by
+ * insertion.
  */
-export const scheduleJobMigrations: ReadonlyArray<{ name: string; sql: string }> = [
-  {
-    name: 'schedules and background jobs',
-    sql: `
+export const scheduleJobMigration: { name: string; sql: string } = {
+  name: 'schedules and background jobs',
+  sql: `
       CREATE TABLE jobs (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
         job_id TEXT NOT NULL UNIQUE,
@@ -50,5 +50,4 @@ export const scheduleJobMigrations: ReadonlyArray<{ name: string; sql: string }>
         PRIMARY KEY (schedule_id, fire_at)
       );
     `,
-  },
-];
+};

@@ -1,5 +1,5 @@
 import type { Database } from 'better-sqlite3';
-import { ToolRuntimeError } from '../../../../src/index.js';
+import { ControlPlaneError } from '../../control-plane-error.js';
 import type { JobRecord, JobStatus, JobStore, NewJob } from '../job-store.js';
 
 interface JobRow {
@@ -51,7 +51,7 @@ export function createSqliteJobStore(db: Database): JobStore {
   const insert = db.transaction((job: NewJob, maxQueued: number) => {
     const { n } = active.get(job.agentId) as { n: number };
     if (n >= maxQueued) {
-      throw new ToolRuntimeError(
+      throw new ControlPlaneError(
         'limit_exceeded',
         `agent ${job.agentId} already has ${n} background jobs queued or running (at most ${maxQueued}); wait for one to finish or cancel one`,
       );

@@ -1,5 +1,5 @@
 import type { Database } from 'better-sqlite3';
-import { ToolRuntimeError } from '../../../../src/index.js';
+import { ControlPlaneError } from '../../control-plane-error.js';
 import type { FiringClaim, NewSchedule, ScheduleRecord, ScheduleStore } from '../schedule-store.js';
 import type { JobRecord } from '../job-store.js';
 import { insertJobRow } from './sqlite-job-store.js';
@@ -40,7 +40,7 @@ export function createSqliteScheduleStore(db: Database): ScheduleStore {
   const create = db.transaction((schedule: NewSchedule, maxPerAgent: number) => {
     const { n } = db.prepare('SELECT COUNT(*) AS n FROM schedules WHERE agent_id = ?').get(schedule.agentId) as { n: number };
     if (n >= maxPerAgent) {
-      throw new ToolRuntimeError(
+      throw new ControlPlaneError(
         'limit_exceeded',
         `agent ${schedule.agentId} already has ${n} schedules (at most ${maxPerAgent}); delete one it no longer needs first`,
       );

@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { JobRunner, type JobTurnOutcome } from '../../../../controller/control-plane/jobs/job-runner.js';
-import { scheduleJobHandlers, type ScheduleJobContext } from '../../../../controller/control-plane/schedule-job-handlers.js';
+import type { ControlHooks } from '../../../../controller/control-plane/answer-control-request.js';
 import type { JobRecord } from '../../../../controller/control-plane/store/job-store.js';
-import { openScheduleJobDb } from '../../../fixtures/open-schedule-job-db.js';
+import { askControlPlane as ask, tempStore } from '../../../fixtures/ask-control-plane.js';
 
 /** A scripted job turn: records the jobs it ran, ends when the test says so or when aborted. */
 function scriptedTurns() {
@@ -43,26 +43,23 @@ async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, what:
 }
 
 describe('JobRunner over the SQLite store', () => {
-  let db: ReturnType<typeof openScheduleJobDb>;
+  let db: ReturnType<typeof tempStore>;
   beforeEach(() => {
-    db = openScheduleJobDb();
+    db = tempStore();
   });
   afterEach(() => db.remove());
 
   it('runs at most the cap per agent, records final text, and cancel aborts the running turn', async () => {
-    const store = db.open();
+    const store = await db.open();
     const turns = scriptedTurns();
     const runner = new JobRunner({ jobs: store.jobs, agentIds: ['agent-a', 'agent-b'], runTurn: turns.run, maxRunningPerAgent: 2, pollMs: 50 });
-    const ctx: ScheduleJobContext = {
-      schedules: store.schedules,
-      jobs: store.jobs,
-      onJobQueued: () => runner.wake(),
-      onJobCancelled: (jobId, reason) => runner.abort(jobId, reason),
+    const hooks: ControlHooks = {
+      schedulesAndJobs: { onJobQueued: () => runner.wake(), onJobCancelled: (jobId, reason) => runner.abort(jobId, reason) },
     };
     await runner.start();
     const ids: string[] = [];
-    for (const prompt of ['one', 'two', 'three']) ids.push((await scheduleJobHandlers.startJob(ctx, 'agent-a', { agentId: '', prompt })).job!.jobId);
-    await scheduleJobHandlers.startJob(ctx, 'agent-b', { agentId: '', prompt: 'other agent' });
+    for (const prompt of ['one', 'two', 'three']) ids.push((await ask(store, 'agent-a', 'startJob', { agentId: '', prompt }, hooks)).job!.jobId);
+    await ask(store, 'agent-b', 'startJob', { agentId: '', prompt: 'other agent' }, hooks);
     await turns.waitForStarts(3);
     // Two of agent-a's (the cap) and agent-b's one; the third of agent-a waits queued.
     expect(turns.started.map((job) => job.prompt).sort()).toEqual(['one', 'other agent', 'two']);
@@ -71,33 +68,32 @@ describe('JobRunner over the SQLite store', () => {
     turns.finish(ids[0]!, 'done one');
     await turns.waitForStarts(4);
     expect(turns.started[3]!.prompt).toBe('three');
-    const one = await until(() => scheduleJobHandlers.showJob(ctx, 'agent-a', { agentId: '', jobId: ids[0]! }), (r) => r.job!.state === 3, 'job one to succeed');
+    const one = await until(() => ask(store, 'agent-a', 'showJob', { agentId: '', jobId: ids[0]! }), (r) => r.job!.state === 3, 'job one to succeed');
     expect(one.job).toMatchObject({ finalText: 'done one', error: '' });
     expect(one.job!.startedAt).not.toBe('');
     expect(one.job!.finishedAt).not.toBe('');
 
-    const cancelled = await scheduleJobHandlers.cancelJob(ctx, 'agent-a', { agentId: '', jobId: ids[1]!, reason: 'not needed' });
+    const cancelled = await ask(store, 'agent-a', 'cancelJob', { agentId: '', jobId: ids[1]!, reason: 'not needed' }, hooks);
     expect(cancelled.job).toMatchObject({ state: 5, error: 'cancelled: not needed' });
     // The turn saw the abort; the store keeps the cancel, not the turn's failure.
     await until(async () => runner.runningCount, (n) => n === 2, 'the cancelled turn to end');
     expect((await store.jobs.get(ids[1]!))!.status).toBe('cancelled');
     await runner.close({ graceMs: 0, abortGraceMs: 5_000 });
-    store.close();
+    await store.close();
   });
 
   it('leaves jobs running at shutdown in the store and runs them again at the next start', async () => {
-    const first = db.open();
+    const first = await db.open();
     const turns = scriptedTurns();
     const runner = new JobRunner({ jobs: first.jobs, agentIds: ['agent-a'], runTurn: turns.run, pollMs: 50 });
     await runner.start();
-    const ctx: ScheduleJobContext = { schedules: first.schedules, jobs: first.jobs, onJobQueued: () => runner.wake() };
-    const { job } = await scheduleJobHandlers.startJob(ctx, 'agent-a', { agentId: '', prompt: 'long work' });
+    const { job } = await ask(first, 'agent-a', 'startJob', { agentId: '', prompt: 'long work' }, { schedulesAndJobs: { onJobQueued: () => runner.wake() } });
     await turns.waitForStarts(1);
     await runner.close({ graceMs: 0 });
     expect((await first.jobs.get(job!.jobId))!.status).toBe('running');
-    first.close();
+    await first.close();
 
-    const second = db.open();
+    const second = await db.open();
     const again = scriptedTurns();
     const restarted = new JobRunner({ jobs: second.jobs, agentIds: ['agent-a'], runTurn: again.run, pollMs: 50 });
     expect(await restarted.start()).toEqual({ resumed: 1 });
@@ -106,6 +102,6 @@ describe('JobRunner over the SQLite store', () => {
     again.finish(job!.jobId, 'finished after the restart');
     await until(() => second.jobs.get(job!.jobId), (j) => j?.status === 'succeeded', 'the resumed job to succeed');
     await restarted.close();
-    second.close();
+    await second.close();
   });
 });

@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { scheduleJobHandlers, type ScheduleJobContext } from '../../../../controller/control-plane/schedule-job-handlers.js';
 import { catchUp, parseScheduleTiming } from '../../../../controller/control-plane/schedules/schedule-timing.js';
 import { Scheduler, type Firing } from '../../../../controller/control-plane/schedules/scheduler.js';
-import { openScheduleJobDb } from '../../../fixtures/open-schedule-job-db.js';
+import type { ScheduleJobHooks } from '../../../../controller/control-plane/schedule-job-control-handlers.js';
+import { askControlPlane as ask, tempStore } from '../../../fixtures/ask-control-plane.js';
 
 const T0 = Date.parse('2026-11-30T21:00:00.000Z');
 const minute = 60_000;
@@ -31,26 +31,18 @@ describe('parseScheduleTiming', () => {
 });
 
 describe('Scheduler over the SQLite store', () => {
-  let db: ReturnType<typeof openScheduleJobDb>;
+  let db: ReturnType<typeof tempStore>;
   beforeEach(() => {
-    db = openScheduleJobDb();
+    db = tempStore();
   });
   afterEach(() => db.remove());
 
-  function context(store: ReturnType<typeof db.open>, clock: () => number): ScheduleJobContext {
-    return { schedules: store.schedules, jobs: store.jobs, clock };
-  }
+  const at = (clock: () => number) => ({ schedulesAndJobs: { clock } });
 
   it('claims a due one-off firing once: a second scheduler over the same file (a restart) finds nothing to fire', async () => {
     let now = T0;
-    const first = db.open();
-    const created = await scheduleJobHandlers.createSchedule(context(first, () => now), 'agent-a', {
-      agentId: '',
-      prompt: 'Say hello',
-      cron: '',
-      at: new Date(T0 + 5_000).toISOString(),
-      timeZone: '',
-    });
+    const first = await db.open();
+    const created = await ask(first, 'agent-a', 'createSchedule', { agentId: '', prompt: 'Say hello', cron: '', at: new Date(T0 + 5_000).toISOString(), timeZone: '' }, at(() => now));
     expect(created.schedule).toMatchObject({ agentId: 'agent-a', timeZone: 'UTC', nextFireAt: new Date(T0 + 5_000).toISOString(), firedCount: 0 });
     const fired: Firing[] = [];
     const scheduler = new Scheduler({ schedules: first.schedules, onFired: (firing) => fired.push(firing), clock: () => now });
@@ -60,79 +52,85 @@ describe('Scheduler over the SQLite store', () => {
     expect(fired).toHaveLength(1);
     expect(fired[0]).toMatchObject({ fireAt: T0 + 5_000, claimedAt: T0 + 6_000, missed: 0 });
     expect(fired[0]!.job).toMatchObject({ agentId: 'agent-a', prompt: 'Say hello', status: 'queued', canSpawnJobs: true });
-    first.close();
+    await first.close();
 
-    const second = db.open();
+    const second = await db.open();
     const again = new Scheduler({ schedules: second.schedules, onFired: (firing) => fired.push(firing), clock: () => now + minute });
     expect(await again.fireDue()).toEqual([]);
-    const [schedule] = (await scheduleJobHandlers.listSchedules(context(second, () => now), 'agent-a', { agentId: '' })).schedules;
+    const [schedule] = (await ask(second, 'agent-a', 'listSchedules', { agentId: '' })).schedules;
     expect(schedule).toMatchObject({ firedCount: 1, missedCount: 0, nextFireAt: '', lastFiredAt: new Date(T0 + 6_000).toISOString() });
     expect(await second.jobs.list('agent-a', 10)).toHaveLength(1);
-    second.close();
+    await second.close();
   });
 
   it('a claim that lost the race (the schedule moved on) is refused by the store', async () => {
-    const store = db.open();
-    const { schedule } = await scheduleJobHandlers.createSchedule(context(store, () => T0), 'agent-a', {
-      agentId: '', prompt: 'tick', cron: '* * * * *', at: '', timeZone: 'UTC',
-    });
+    const store = await db.open();
+    const { schedule } = await ask(store, 'agent-a', 'createSchedule', { agentId: '', prompt: 'tick', cron: '* * * * *', at: '', timeZone: 'UTC' }, at(() => T0));
     const fireAt = T0 + minute;
     const claim = { scheduleId: schedule!.scheduleId, fireAt, nextFireAt: fireAt + minute, missed: 0, now: fireAt };
     expect(await store.schedules.claimFiring({ ...claim, jobId: 'job_1' })).toBeDefined();
     expect(await store.schedules.claimFiring({ ...claim, jobId: 'job_2' })).toBeUndefined();
     expect((await store.jobs.list(undefined, 10)).map((job) => job.jobId)).toEqual(['job_1']);
-    store.close();
+    await store.close();
   });
 
   it('records firings missed while down and runs one catch-up firing', async () => {
     let now = T0;
-    const store = db.open();
-    await scheduleJobHandlers.createSchedule(context(store, () => now), 'agent-a', { agentId: '', prompt: 'tick', cron: '* * * * *', at: '', timeZone: 'UTC' });
+    const store = await db.open();
+    await ask(store, 'agent-a', 'createSchedule', { agentId: '', prompt: 'tick', cron: '* * * * *', at: '', timeZone: 'UTC' }, at(() => now));
     now = T0 + 10.5 * minute;
     const fired = await new Scheduler({ schedules: store.schedules, onFired: () => {}, clock: () => now }).fireDue();
     expect(fired).toHaveLength(1);
     expect(fired[0]).toMatchObject({ fireAt: T0 + minute, missed: 9 });
     const [schedule] = await store.schedules.list('agent-a', 10);
     expect(schedule).toMatchObject({ firedCount: 1, missedCount: 9, nextFireAt: T0 + 11 * minute });
-    store.close();
+    await store.close();
   });
 });
 
-describe('schedule and job handlers', () => {
-  let db: ReturnType<typeof openScheduleJobDb>;
+describe('schedule and job control handlers', () => {
+  let db: ReturnType<typeof tempStore>;
   beforeEach(() => {
-    db = openScheduleJobDb();
+    db = tempStore();
   });
   afterEach(() => db.remove());
 
   it("keeps one agent's schedules and jobs invisible and untouchable to another", async () => {
-    const store = db.open();
-    const ctx: ScheduleJobContext = { schedules: store.schedules, jobs: store.jobs };
-    const { schedule } = await scheduleJobHandlers.createSchedule(ctx, 'agent-a', { agentId: '', prompt: 'p', cron: '0 9 * * *', at: '', timeZone: 'UTC' });
-    const { job } = await scheduleJobHandlers.startJob(ctx, 'agent-a', { agentId: '', prompt: 'do it' });
-    expect((await scheduleJobHandlers.listSchedules(ctx, 'agent-b', { agentId: '' })).schedules).toEqual([]);
-    expect((await scheduleJobHandlers.listJobs(ctx, 'agent-b', { agentId: '', limit: 0 })).jobs).toEqual([]);
-    await expect(scheduleJobHandlers.deleteSchedule(ctx, 'agent-b', { agentId: '', scheduleId: schedule!.scheduleId })).rejects.toMatchObject({ code: 'not_found' });
-    await expect(scheduleJobHandlers.showJob(ctx, 'agent-b', { agentId: '', jobId: job!.jobId })).rejects.toMatchObject({ code: 'not_found' });
-    await expect(scheduleJobHandlers.cancelJob(ctx, 'agent-b', { agentId: '', jobId: job!.jobId, reason: '' })).rejects.toMatchObject({ code: 'not_found' });
-    await expect(scheduleJobHandlers.listJobs(ctx, 'agent-b', { agentId: 'agent-a', limit: 0 })).rejects.toMatchObject({ code: 'permission_denied' });
+    const store = await db.open();
+    const { schedule } = await ask(store, 'agent-a', 'createSchedule', { agentId: '', prompt: 'p', cron: '0 9 * * *', at: '', timeZone: 'UTC' });
+    const { job } = await ask(store, 'agent-a', 'startJob', { agentId: '', prompt: 'do it' });
+    expect((await ask(store, 'agent-b', 'listSchedules', { agentId: '' })).schedules).toEqual([]);
+    expect((await ask(store, 'agent-b', 'listJobs', { agentId: '', limit: 0 })).jobs).toEqual([]);
+    await expect(ask(store, 'agent-b', 'deleteSchedule', { agentId: '', scheduleId: schedule!.scheduleId })).rejects.toMatchObject({ code: 'not_found' });
+    await expect(ask(store, 'agent-b', 'showJob', { agentId: '', jobId: job!.jobId })).rejects.toMatchObject({ code: 'not_found' });
+    await expect(ask(store, 'agent-b', 'cancelJob', { agentId: '', jobId: job!.jobId, reason: '' })).rejects.toMatchObject({ code: 'not_found' });
+    await expect(ask(store, 'agent-b', 'listJobs', { agentId: 'agent-a', limit: 0 })).rejects.toMatchObject({ code: 'permission_denied' });
+    await expect(ask(store, 'agent-b', 'deleteSchedule', { agentId: 'agent-a', scheduleId: schedule!.scheduleId })).rejects.toMatchObject({ code: 'permission_denied' });
     // Still there and untouched for its owner; an operator (no acting agent) sees every agent's.
-    expect((await scheduleJobHandlers.showJob(ctx, 'agent-a', { agentId: '', jobId: job!.jobId })).job).toMatchObject({ state: 1 });
-    expect((await scheduleJobHandlers.listSchedules(ctx, undefined, { agentId: '' })).schedules).toHaveLength(1);
-    store.close();
+    expect((await ask(store, 'agent-a', 'showJob', { agentId: '', jobId: job!.jobId })).job).toMatchObject({ state: 1 });
+    expect((await ask(store, 'agent-a', 'listSchedules', { agentId: '' })).schedules).toHaveLength(1);
+    expect((await ask(store, undefined, 'listSchedules', { agentId: '' })).schedules).toHaveLength(1);
+    await store.close();
   });
 
   it('bounds schedules per agent, active jobs per agent and prompt size', async () => {
-    const store = db.open();
-    const ctx: ScheduleJobContext = { schedules: store.schedules, jobs: store.jobs, limits: { maxSchedulesPerAgent: 2, maxActiveJobsPerAgent: 1, maxPromptChars: 20 } };
-    const create = () => scheduleJobHandlers.createSchedule(ctx, 'agent-a', { agentId: '', prompt: 'p', cron: '0 9 * * *', at: '', timeZone: 'UTC' });
+    const store = await db.open();
+    const hooks = { schedulesAndJobs: { limits: { maxSchedulesPerAgent: 2, maxActiveJobsPerAgent: 1, maxPromptChars: 20 } } satisfies ScheduleJobHooks };
+    const create = () => ask(store, 'agent-a', 'createSchedule', { agentId: '', prompt: 'p', cron: '0 9 * * *', at: '', timeZone: 'UTC' }, hooks);
     await create();
     await create();
     await expect(create()).rejects.toMatchObject({ code: 'limit_exceeded', message: expect.stringMatching(/at most 2/) });
-    await scheduleJobHandlers.startJob(ctx, 'agent-a', { agentId: '', prompt: 'one' });
-    await expect(scheduleJobHandlers.startJob(ctx, 'agent-a', { agentId: '', prompt: 'two' })).rejects.toMatchObject({ code: 'limit_exceeded' });
-    await expect(scheduleJobHandlers.startJob(ctx, 'agent-b', { agentId: '', prompt: 'x'.repeat(21) })).rejects.toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/21 characters; at most 20/) });
-    await expect(scheduleJobHandlers.startJob(ctx, undefined, { agentId: '', prompt: 'who?' })).rejects.toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/agent_id is required/) });
-    store.close();
+    await ask(store, 'agent-a', 'startJob', { agentId: '', prompt: 'one' }, hooks);
+    await expect(ask(store, 'agent-a', 'startJob', { agentId: '', prompt: 'two' }, hooks)).rejects.toMatchObject({ code: 'limit_exceeded' });
+    await expect(ask(store, 'agent-b', 'startJob', { agentId: '', prompt: 'x'.repeat(21) }, hooks)).rejects.toMatchObject({
+      code: 'invalid_request',
+      message: expect.stringMatching(/21 characters; at most 20/),
+    });
+    await expect(ask(store, undefined, 'startJob', { agentId: '', prompt: 'who?' }, hooks)).rejects.toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/agent_id is required/) });
+    await expect(ask(store, 'agent-a', 'createSchedule', { agentId: '', prompt: 'p', cron: 'every day', at: '', timeZone: 'UTC' })).rejects.toMatchObject({
+      code: 'invalid_request',
+      message: expect.stringMatching(/not a cron expression/),
+    });
+    await store.close();
   });
 });
