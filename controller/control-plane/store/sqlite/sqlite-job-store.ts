@@ -85,7 +85,7 @@ export function createSqliteJobStore(db: Database): JobStore {
   });
   return {
     async insert(job, limits) {
-      return insert(job, limits.maxQueuedPerAgent);
+      return insert.immediate(job, limits.maxQueuedPerAgent);
     },
     async get(jobId) {
       const row = selectOne.get(jobId) as JobRow | undefined;
@@ -100,13 +100,13 @@ export function createSqliteJobStore(db: Database): JobStore {
       return rows.map(toJobRecord);
     },
     async claimNext({ agentIds, maxRunningPerAgent, now }) {
-      return claimNext(agentIds, maxRunningPerAgent, now);
+      return claimNext.immediate(agentIds, maxRunningPerAgent, now);
     },
     async finish(jobId, ending) {
       return finish.run(ending.status, ending.finalText, ending.error, ending.now, jobId).changes === 1;
     },
     async cancel(jobId, reason, now) {
-      return cancel(jobId, reason, now);
+      return cancel.immediate(jobId, reason, now);
     },
     async requeueRunning(agentIds) {
       if (agentIds.length === 0) return 0;

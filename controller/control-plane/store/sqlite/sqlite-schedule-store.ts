@@ -80,7 +80,7 @@ export function createSqliteScheduleStore(db: Database): ScheduleStore {
   });
   return {
     async create(schedule, limits) {
-      return create(schedule, limits.maxPerAgent);
+      return create.immediate(schedule, limits.maxPerAgent);
     },
     async list(agentId, limit) {
       const rows = (
@@ -95,7 +95,7 @@ export function createSqliteScheduleStore(db: Database): ScheduleStore {
       return row ? toScheduleRecord(row) : undefined;
     },
     async delete(scheduleId) {
-      return remove(scheduleId);
+      return remove.immediate(scheduleId);
     },
     async nextDueAt() {
       const row = db.prepare('SELECT MIN(next_fire_at) AS at FROM schedules WHERE next_fire_at IS NOT NULL').get() as { at: number | null };
@@ -108,7 +108,7 @@ export function createSqliteScheduleStore(db: Database): ScheduleStore {
       return rows.map(toScheduleRecord);
     },
     async claimFiring(firing) {
-      return claim(firing);
+      return claim.immediate(firing);
     },
   };
 }
