@@ -41,10 +41,17 @@ export function parseScheduleTiming(input: { cron?: string; at?: string; timeZon
     throw new ControlPlaneError('invalid_request', `"${at}" is not an ISO 8601 time: use e.g. "2026-12-01T09:00:00Z", or a local time such as "2026-12-01T09:00:00" read in time_zone`);
   }
   let atMs: number | undefined;
-  try {
-    atMs = new Cron(at, { timezone: timeZone, paused: true }).nextRun(new Date(0))?.getTime();
-  } catch (error) {
-    throw new ControlPlaneError('invalid_request', `"${at}" is not a valid ISO 8601 time: ${(error as Error).message}`);
+  if (/(Z|[+-]\d{2}:?\d{2})$/i.test(at)) {
+    atMs = Date.parse(at);
+  } else {
+    // A local time, read in `timeZone` by croner (to the second; the fraction is added back).
+    try {
+      atMs = new Cron(at, { timezone: timeZone, paused: true }).nextRun(new Date(0))?.getTime();
+    } catch (error) {
+      throw new ControlPlaneError('invalid_request', `"${at}" is not a valid ISO 8601 time: ${(error as Error).message}`);
+    }
+    const fraction = /:\d{2}\.(\d{1,3})/.exec(at)?.[1];
+    if (atMs !== undefined && fraction) atMs += Number(fraction.padEnd(3, '0'));
   }
   if (atMs === undefined || Number.isNaN(atMs)) throw new ControlPlaneError('invalid_request', `"${at}" is not a valid ISO 8601 time`);
   if (atMs < now - 1_000) {

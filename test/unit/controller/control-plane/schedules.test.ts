@@ -14,6 +14,8 @@ describe('parseScheduleTiming', () => {
       kind: 'at',
       atMs: Date.parse('2026-12-01T08:00:00Z'),
     });
+    expect(parseScheduleTiming({ at: '2026-12-01T09:00:00.250+01:00' }, T0)).toMatchObject({ atMs: Date.parse('2026-12-01T08:00:00.250Z') });
+    expect(parseScheduleTiming({ at: '2026-12-01T09:00:00.25', timeZone: 'America/New_York' }, T0)).toMatchObject({ atMs: Date.parse('2026-12-01T14:00:00.250Z') });
     expect(() => parseScheduleTiming({ cron: '61 * * * *' }, T0)).toThrow(/not a cron expression.*minute/);
     expect(() => parseScheduleTiming({ cron: '* * * * *', at: '2026-12-01T09:00:00Z' }, T0)).toThrow(/exactly one of `cron`/);
     expect(() => parseScheduleTiming({}, T0)).toThrow(/exactly one of `cron`/);
