@@ -23,6 +23,8 @@ interface ZodInternals {
       options?: z.ZodType[];
       items?: z.ZodType[];
       in?: z.ZodType;
+      left?: z.ZodType;
+      right?: z.ZodType;
       getter?: () => z.ZodType;
     };
     optin?: string;
@@ -75,9 +77,30 @@ function walk(schema: z.ZodType, value: unknown, path: string, state: WalkState)
       return isJSONObject(value) && def.valueType ? walkRecord(def.valueType, value, path, state) : value;
     case 'union':
       return def.options ? walkUnion(def.options, value, path, state) : value;
+    case 'intersection': {
+      // An intersection of objects goes out as one merged object (as zod writes it): walk it as one.
+      const shape = shapeOf(schema);
+      return isJSONObject(value) && shape ? walkObject(shape, value, path, state) : value;
+    }
     default:
       return value;
   }
+}
+
+/** The fields of an object schema, or of an intersection of objects merged; undefined otherwise. */
+function shapeOf(schema: z.ZodType, depth = 0): Record<string, z.ZodType> | undefined {
+  if (depth > 32) return undefined;
+  const def = internals(schema).def;
+  if (def.type === 'object') return def.shape;
+  if (def.type === 'intersection' && def.left && def.right) {
+    const left = shapeOf(def.left, depth + 1);
+    const right = shapeOf(def.right, depth + 1);
+    return left && right ? { ...left, ...right } : undefined;
+  }
+  if (def.type === 'pipe') return def.in ? shapeOf(def.in, depth + 1) : undefined;
+  if (def.type === 'lazy') return def.getter ? shapeOf(def.getter(), depth + 1) : undefined;
+  if ((def.type === 'readonly' || def.type === 'nonoptional') && def.innerType) return shapeOf(def.innerType, depth + 1);
+  return undefined;
 }
 
 function walkObject(shape: Record<string, z.ZodType>, value: Record<string, unknown>, path: string, state: WalkState): unknown {
@@ -159,6 +182,8 @@ function acceptsNull(schema: z.ZodType): boolean {
       return true;
     case 'union':
       return (def.options ?? []).some(acceptsNull);
+    case 'intersection':
+      return def.left !== undefined && def.right !== undefined && acceptsNull(def.left) && acceptsNull(def.right);
     case 'pipe':
       return def.in ? acceptsNull(def.in) : false;
     case 'lazy':

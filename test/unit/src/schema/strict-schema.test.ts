@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { toStrictJSONSchema, zodToJSONSchema, type JSONObject, type JSONValue } from '../../../../src/index.js';
+import { isToolRuntimeError, toStrictJSONSchema, zodToJSONSchema, type JSONObject, type JSONValue } from '../../../../src/index.js';
 
 /** Every object node in a schema, at every depth. */
 function objectNodes(node: JSONValue, found: JSONObject[] = []): JSONObject[] {
@@ -41,7 +41,7 @@ describe('toStrictJSONSchema', () => {
         mode: { anyOf: [{ type: 'string', enum: ['create', 'append'] }, { type: 'null' }], description: '(default: "create")' },
         owner: {
           type: 'object',
-          properties: { name: { type: 'string' }, email: { type: ['string', 'null'], description: expect.stringContaining('(format: "email", pattern: ') } },
+          properties: { name: { type: 'string' }, email: { type: ['string', 'null'], format: 'email', pattern: expect.any(String) } },
           required: ['name', 'email'],
           additionalProperties: false,
         },
@@ -49,7 +49,7 @@ describe('toStrictJSONSchema', () => {
           type: 'array',
           items: {
             type: 'object',
-            properties: { run: { type: 'string' }, timeoutMs: { type: ['integer', 'null'], description: '(minimum: 1)' } },
+            properties: { run: { type: 'string' }, timeoutMs: { type: ['integer', 'null'], minimum: 1, maximum: Number.MAX_SAFE_INTEGER } },
             required: ['run', 'timeoutMs'],
             additionalProperties: false,
           },
@@ -61,10 +61,14 @@ describe('toStrictJSONSchema', () => {
     });
   });
 
-  it('drops $schema and the keywords strict mode rejects', () => {
+  it('drops $schema and moves only the keywords strict mode does not take into descriptions', () => {
     const text = JSON.stringify(strict);
-    for (const keyword of ['$schema', 'minLength', 'maxLength', 'pattern', 'format', 'minimum', 'maximum', 'default']) {
+    for (const keyword of ['$schema', 'minLength', 'maxLength', 'default']) {
       expect(text).not.toContain(`"${keyword}"`);
+    }
+    // OpenAI's structured-outputs guide lists these as supported: the provider enforces them.
+    for (const keyword of ['pattern', 'format', 'minimum', 'maximum']) {
+      expect(text).toContain(`"${keyword}"`);
     }
   });
 
@@ -84,6 +88,12 @@ describe('toStrictJSONSchema', () => {
     });
   });
 
+  it('refuses a oneOf whose options can overlap: anyOf would accept more', () => {
+    expect(() =>
+      toStrictJSONSchema({ type: 'object', properties: { v: { oneOf: [{ type: 'string' }, { type: 'string', maxLength: 3 }] } }, required: ['v'] }),
+    ).toThrow(/strict mode cannot represent v: an exclusive union whose options can overlap/);
+  });
+
   it('keeps $defs and $ref, converting the definitions too', () => {
     const node: z.ZodType = z.object({ name: z.string(), children: z.array(z.lazy(() => node)).optional() });
     const result = toStrictJSONSchema(zodToJSONSchema(z.object({ root: node })));
@@ -94,14 +104,20 @@ describe('toStrictJSONSchema', () => {
     for (const object of objectNodes(result)) expect(object.additionalProperties).toBe(false);
   });
 
-  it('keeps enum, const and descriptions, and turns a record into a closed object', () => {
-    const result = toStrictJSONSchema(
-      zodToJSONSchema(z.object({ kind: z.literal('a').describe('the kind'), env: z.record(z.string(), z.string()) })),
-    );
-    expect(result.properties).toEqual({
-      kind: { type: 'string', const: 'a', description: 'the kind' },
-      env: { type: 'object', properties: {}, required: [], additionalProperties: false },
-    });
+  it('keeps enum, const and descriptions', () => {
+    const result = toStrictJSONSchema(zodToJSONSchema(z.object({ kind: z.literal('a').describe('the kind'), level: z.enum(['low', 'high']) })));
+    expect(result.properties).toEqual({ kind: { type: 'string', const: 'a', description: 'the kind' }, level: { type: 'string', enum: ['low', 'high'] } });
+  });
+
+  it('refuses a record instead of sending a closed empty object', () => {
+    let caught: unknown;
+    try {
+      toStrictJSONSchema(zodToJSONSchema(z.object({ env: z.record(z.string(), z.string()) })));
+    } catch (error) {
+      caught = error;
+    }
+    expect(isToolRuntimeError(caught, 'invalid_definition')).toBe(true);
+    expect((caught as Error).message).toMatch(/^strict mode cannot represent env: a record .* Way out: an array of \{key, value\} objects, or `strict: false`\.$/);
   });
 
   it('is pure: the input is left as it was', () => {
