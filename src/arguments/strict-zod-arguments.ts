@@ -156,17 +156,27 @@ function walkRecord(valueType: z.ZodType, value: Record<string, unknown>, path: 
 }
 
 /**
- * A union takes the first option under which the prepared value parses; when none does, the
+ * A union takes the first option under which the prepared value parses without undeclared fields;
+ * else the first under which it parses at all, reporting its undeclared fields (each strict option
+ * was a closed object, so Zod's stripping must not make them acceptable); when none parses, the
  * value goes to Zod untouched (its union error says more than a guess would).
  */
 function walkUnion(options: z.ZodType[], value: unknown, path: string, state: WalkState): unknown {
+  let fallback: { next: unknown; trial: WalkState } | undefined;
   for (const option of options) {
     const trial: WalkState = { nullsRemoved: false, unknownFields: [], reject: state.reject };
     const next = walk(option, value, path, trial);
-    if (trial.unknownFields.length === 0 && option.safeParse(next).success) {
+    if (!option.safeParse(next).success) continue;
+    if (trial.unknownFields.length === 0) {
       state.nullsRemoved ||= trial.nullsRemoved;
       return next;
     }
+    fallback ??= { next, trial };
+  }
+  if (fallback) {
+    state.nullsRemoved ||= fallback.trial.nullsRemoved;
+    state.unknownFields.push(...fallback.trial.unknownFields);
+    return fallback.next;
   }
   return value;
 }
