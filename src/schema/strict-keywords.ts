@@ -71,6 +71,10 @@ export const REFUSED: Record<string, RefusedKeyword> = {
     construct: 'an intersection that does not merge into one object (z.intersection, `allOf`)',
     wayOut: `merge the parts into one object (z.object(...).extend(...)), ${STRICT_FALSE}`,
   },
+  untypedObject: {
+    construct: 'object keywords without `"type": "object"` (JSON Schema then also admits strings, numbers...): strict mode needs a type for every value',
+    wayOut: `add \`"type": "object"\`, ${STRICT_FALSE}`,
+  },
   arrayWithoutItems: {
     construct: 'an array without an item schema: strict mode needs one',
     wayOut: `give the array an item type, ${STRICT_FALSE}`,

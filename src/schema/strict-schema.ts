@@ -97,9 +97,12 @@ export function convertToStrictJSONSchema(schema: JSONObject, options: StrictSch
  *   part of the schema cannot be represented in strict mode.
  */
 export function toStrictJSONSchema(schema: JSONObject, options: StrictSchemaOptions = {}): JSONObject {
-  const conversion = convertToStrictJSONSchema(schema, options);
-  if (!conversion.ok) throw new ToolRuntimeError('invalid_definition', conversion.refusal.message);
-  return conversion.schema;
+  try {
+    return convertRoot(schema, { source: options.source ?? 'zod', root: schema, keepDescribed: false });
+  } catch (error) {
+    if (error instanceof Refused) throw new ToolRuntimeError('invalid_definition', error.refusal.message);
+    throw error;
+  }
 }
 
 function convertRoot(schema: JSONObject, context: Context): JSONObject {
@@ -168,7 +171,7 @@ function convert(node: JSONValue | undefined, path: string, context: Context): J
     out.description = `${base}(${described.join(', ')})`;
   }
   if (out.type === undefined && out.anyOf === undefined && out.$ref === undefined && out.enum === undefined && out.const === undefined) {
-    refuse(path, REFUSED.any!);
+    refuse(path, isObjectish(out) ? REFUSED.untypedObject! : REFUSED.any!);
   }
   if ((out.type === 'array' || (Array.isArray(out.type) && out.type.includes('array'))) && out.items === undefined) {
     refuse(path, REFUSED.arrayWithoutItems!);

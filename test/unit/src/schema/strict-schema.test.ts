@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { isToolRuntimeError, toStrictJSONSchema, zodToJSONSchema, type JSONObject, type JSONValue } from '../../../../src/index.js';
+import { convertToStrictJSONSchema, isToolRuntimeError, toStrictJSONSchema, zodToJSONSchema, type JSONObject, type JSONValue } from '../../../../src/index.js';
 
 /** Every object node in a schema, at every depth. */
 function objectNodes(node: JSONValue, found: JSONObject[] = []): JSONObject[] {
@@ -125,5 +125,74 @@ describe('toStrictJSONSchema', () => {
     toStrictJSONSchema(source);
     expect(JSON.stringify(source)).toBe(before);
     expect(source.$schema).toBe('https://json-schema.org/draft/2020-12/schema');
+  });
+
+  it('keeps the described constraints as keywords in the enforced twin, and only there', () => {
+    const conversion = convertToStrictJSONSchema(zodToJSONSchema(z.object({ code: z.string().min(2).max(4), link: z.url(), mode: z.string().default('a') })));
+    if (!conversion.ok) throw new Error(conversion.refusal.message);
+    expect(conversion.schema.properties).toEqual({
+      code: { type: 'string', description: '(minLength: 2, maxLength: 4)' },
+      link: { type: 'string', description: '(format: "uri")' },
+      mode: { type: ['string', 'null'], description: '(default: "a")' },
+    });
+    expect(conversion.enforced.properties).toEqual({
+      code: { type: 'string', minLength: 2, maxLength: 4 },
+      link: { type: 'string', format: 'uri' },
+      mode: { type: ['string', 'null'] },
+    });
+  });
+});
+
+describe('toStrictJSONSchema with a raw schema from outside (source: json)', () => {
+  const refusal = (schema: JSONObject) => {
+    const conversion = convertToStrictJSONSchema(schema, { source: 'json' });
+    return conversion.ok ? undefined : conversion.refusal;
+  };
+
+  it('converts a schema that is already closed and complete, oneOf of disjoint types included', () => {
+    const schema: JSONObject = {
+      $schema: 'http://json-schema.org/draft-07/schema#',
+      type: 'object',
+      properties: { id: { oneOf: [{ type: 'integer' }, { type: 'string', format: 'uuid' }] }, note: { type: ['string', 'null'] } },
+      required: ['id'],
+      additionalProperties: false,
+    };
+    expect(toStrictJSONSchema(schema, { source: 'json' })).toEqual({
+      type: 'object',
+      properties: { id: { anyOf: [{ type: 'integer' }, { type: 'string', format: 'uuid' }] }, note: { type: ['string', 'null'] } },
+      required: ['id', 'note'],
+      additionalProperties: false,
+    });
+  });
+
+  it('refuses an open object, which z.object-made schemas never are', () => {
+    const open: JSONObject = { type: 'object', properties: { a: { type: 'object', properties: { b: { type: 'string' } }, required: ['b'] } }, required: ['a'], additionalProperties: false };
+    expect(refusal(open)).toMatchObject({ path: 'a', construct: expect.stringMatching(/^an open object/) });
+    expect(convertToStrictJSONSchema(open).ok).toBe(true);
+  });
+
+  it('refuses an optional field that cannot be null, with no read-back to undo the null', () => {
+    expect(refusal({ type: 'object', properties: { tags: { type: 'array', items: { type: 'string' } } }, additionalProperties: false })).toMatchObject({
+      path: 'tags',
+      construct: expect.stringMatching(/^an optional field that cannot be null/),
+    });
+  });
+
+  it.each<[string, JSONObject, string, RegExp]>([
+    ['an external $ref', { $ref: 'https://example.com/x.json' }, 'v', /^a `\$ref` outside the schema/],
+    ['the OpenAPI nullable keyword', { type: 'string', nullable: true }, 'v', /^the OpenAPI `nullable` keyword/],
+    ['if/then/else', { type: 'string', if: { minLength: 2 }, then: { pattern: 'a' } }, 'v', /^a conditional or dependent schema/],
+    ['contains', { type: 'array', items: { type: 'string' }, contains: { const: 'x' } }, 'v', /^an evaluation keyword/],
+    ['an untyped object', { properties: { a: { type: 'string' } }, required: ['a'], additionalProperties: false }, 'v', /^object keywords without `"type": "object"`/],
+    ['an array without items', { type: 'array' }, 'v', /^an array without an item schema/],
+    ['a required field not declared', { type: 'object', properties: {}, required: ['ghost'], additionalProperties: false }, 'v.ghost', /^a required field that is not declared/],
+  ])('refuses %s', (_label, field, path, construct) => {
+    expect(refusal({ type: 'object', properties: { v: field }, required: ['v'], additionalProperties: false })).toMatchObject({ path, construct: expect.stringMatching(construct) });
+  });
+
+  it('names the path through arrays, options and definitions', () => {
+    expect(refusal({ type: 'object', properties: { rows: { type: 'array', items: { type: 'object', properties: {}, additionalProperties: true } } }, required: ['rows'], additionalProperties: false })?.path).toBe('rows[]');
+    expect(refusal({ type: 'object', properties: { v: { anyOf: [{ type: 'string' }, {}] } }, required: ['v'], additionalProperties: false })?.path).toBe('v<option 2>');
+    expect(refusal({ type: 'object', properties: { v: { $ref: '#/$defs/T' } }, required: ['v'], additionalProperties: false, $defs: { T: { type: 'array', prefixItems: [] } } })?.path).toBe('$defs.T');
   });
 });
