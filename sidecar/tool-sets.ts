@@ -50,7 +50,7 @@ export function createCatalogs(config: SidecarConfig, options: { logger?: Logger
     workflowTask: [
       (context) => createWebTools(context),
       (context) => createBrainTools(context, getBrainIndex),
-      (context) => createSubmitResultTools(context),
+      (context) => createSubmitResultTools(context, { logger }),
     ],
     close() {
       brainIndex?.close();

@@ -23,7 +23,14 @@ export {
 } from './tool/define-worker-tool.js';
 export { zodToJSONSchema } from './schema/zod-to-json-schema.js';
 export { truncateMiddle, type TruncatedText } from './text/truncate-middle.js';
-export { toStrictJSONSchema } from './schema/strict-schema.js';
+export {
+  convertToStrictJSONSchema,
+  toStrictJSONSchema,
+  type StrictSchemaConversion,
+  type StrictSchemaOptions,
+  type StrictSchemaRefusal,
+  type StrictSchemaSource,
+} from './schema/strict-schema.js';
 export { collectToolSchemas, toolParameters, toolKey, type ToolSchema } from './schema/collect-tool-schemas.js';
 export { agentToolMap } from './tool/agent-tool-map.js';
 export {

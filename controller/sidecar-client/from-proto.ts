@@ -32,6 +32,7 @@ export function toolDefinitionFromProto(tool: ProtoToolDefinition): ToolDefiniti
     parameters,
     parametersJson: tool.parametersJson,
     strict: tool.strict,
+    ...(tool.strictNote ? { strictNote: tool.strictNote } : {}),
     ...(tool.namespace ? { namespace: tool.namespace, namespaceDescription: tool.namespaceDescription } : {}),
     deferLoading: tool.deferLoading,
     executionMode: tool.executionMode === ExecutionMode.EXECUTION_MODE_PARALLEL ? 'parallel' : 'sequential',

@@ -76,6 +76,8 @@ export interface ToolDefinition {
   /** The schema text exactly as the sidecar sent it. */
   parametersJson: string;
   strict: boolean;
+  /** Why a tool that would be strict was sent non-strict (a runtime schema strict mode cannot represent). */
+  strictNote?: string;
   /** The namespace, or undefined when the tool has none. */
   namespace?: string;
   namespaceDescription?: string;

@@ -1,5 +1,14 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
-import { defineWorkerTool, isJSONObject, textResult, ToolRuntimeError, type JSONObject, type WorkerAgentTool } from '../../src/index.js';
+import {
+  convertToStrictJSONSchema,
+  defineWorkerTool,
+  isJSONObject,
+  textResult,
+  ToolRuntimeError,
+  type JSONObject,
+  type Logger,
+  type WorkerAgentTool,
+} from '../../src/index.js';
 import type { CategoryContext } from './category.js';
 
 /** What an accepted submission carries in its result's details. */
@@ -25,15 +34,25 @@ export function wrapResultSchema(resultSchema: JSONObject): JSONObject {
   return wrapper;
 }
 
+/** Options of `createSubmitResultTools`. */
+export interface SubmitResultOptions {
+  /** Where a result schema strict mode cannot represent is reported (warn). */
+  logger?: Logger;
+}
+
 /**
- * The workflow task's `submit_result`: strict, with a raw schema that wraps the task's result
- * schema (`context.turn.resultSchemaJson`). An accepted value terminates the turn and travels in
- * the details; a value the schema rejects returns the errors to the model and the turn goes on.
+ * The workflow task's `submit_result`, whose raw schema wraps the task's result schema
+ * (`context.turn.resultSchemaJson`). Strict when strict mode can represent the wrapper without
+ * changing what it admits (`convertToStrictJSONSchema` with `source: 'json'`; constraints strict mode
+ * does not take move into descriptions); otherwise sent with `strict: false`, the reason logged and
+ * carried as the tool's `strictNote`. Either way the value is validated against the whole result
+ * schema: an accepted value terminates the turn and travels in the details; a value the schema
+ * rejects returns the errors to the model and the turn goes on.
  *
  * @throws ToolRuntimeError `invalid_request` at assembly when the result schema is missing, not
  *   JSON, not an object, or not a schema ajv can compile.
  */
-export function createSubmitResultTools(context: CategoryContext): WorkerAgentTool[] {
+export function createSubmitResultTools(context: CategoryContext, options: SubmitResultOptions = {}): WorkerAgentTool[] {
   const text = context.turn.resultSchemaJson;
   if (text.trim() === '') throw new ToolRuntimeError('invalid_request', 'a workflow task turn needs result_schema_json: the JSON Schema its submit_result wraps');
   let schema: unknown;
@@ -43,18 +62,31 @@ export function createSubmitResultTools(context: CategoryContext): WorkerAgentTo
     throw new ToolRuntimeError('invalid_request', `result_schema_json is not valid JSON: ${(cause as Error).message}`, { cause });
   }
   if (!isJSONObject(schema)) throw new ToolRuntimeError('invalid_request', 'result_schema_json must be a JSON Schema object');
-  const jsonSchema = wrapResultSchema(schema);
+  const wrapped = wrapResultSchema(schema);
   let validate: ValidateFunction;
   try {
-    validate = new Ajv2020({ allErrors: true, strict: false }).compile(jsonSchema);
+    validate = new Ajv2020({ allErrors: true, strict: false }).compile(wrapped);
   } catch (cause) {
     throw new ToolRuntimeError('invalid_request', `result_schema_json is not a usable JSON Schema: ${(cause as Error).message}`, { cause });
+  }
+  // The wire schema may leave constraints to the description; `validate` above checks them all.
+  const conversion = convertToStrictJSONSchema(wrapped, { source: 'json' });
+  let strictNote: string | undefined;
+  if (!conversion.ok) {
+    strictNote = `submit_result is sent with strict: false because ${conversion.refusal.message}`;
+    options.logger?.warn('result schema sent non-strict', {
+      agentId: context.turn.agentId,
+      turnId: context.turn.turnId,
+      path: conversion.refusal.path,
+      reason: conversion.refusal.message,
+    });
   }
   const tool = defineWorkerTool<{ result: unknown }>({
     name: 'submit_result',
     description: "Submit the task's result. The task ends when a result that matches the schema is accepted; a rejected result comes back with the reasons so you can fix it.",
-    jsonSchema,
-    strict: true,
+    jsonSchema: conversion.ok ? conversion.schema : wrapped,
+    strict: conversion.ok,
+    ...(strictNote !== undefined ? { strictNote } : {}),
     executionMode: 'sequential',
     describeActivity: () => 'Submitting the result',
     describeCompletedActivity: (_params, result) => (result.terminate ? 'Submitted the result' : 'Result rejected'),

@@ -62,6 +62,7 @@ export function toToolDefinition(schema: ToolSchema): ToolDefinition {
     description: schema.description,
     parametersJson: JSON.stringify(schema.parameters),
     strict: schema.strict,
+    strictNote: schema.strictNote ?? '',
     namespace: schema.namespace ?? '',
     namespaceDescription: schema.namespaceDescription ?? '',
     deferLoading: schema.deferLoading,

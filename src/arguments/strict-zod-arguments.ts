@@ -23,6 +23,8 @@ interface ZodInternals {
       options?: z.ZodType[];
       items?: z.ZodType[];
       in?: z.ZodType;
+      left?: z.ZodType;
+      right?: z.ZodType;
       getter?: () => z.ZodType;
     };
     optin?: string;
@@ -75,9 +77,30 @@ function walk(schema: z.ZodType, value: unknown, path: string, state: WalkState)
       return isJSONObject(value) && def.valueType ? walkRecord(def.valueType, value, path, state) : value;
     case 'union':
       return def.options ? walkUnion(def.options, value, path, state) : value;
+    case 'intersection': {
+      // An intersection of objects goes out as one merged object (as zod writes it): walk it as one.
+      const shape = shapeOf(schema);
+      return isJSONObject(value) && shape ? walkObject(shape, value, path, state) : value;
+    }
     default:
       return value;
   }
+}
+
+/** The fields of an object schema, or of an intersection of objects merged; undefined otherwise. */
+function shapeOf(schema: z.ZodType, depth = 0): Record<string, z.ZodType> | undefined {
+  if (depth > 32) return undefined;
+  const def = internals(schema).def;
+  if (def.type === 'object') return def.shape;
+  if (def.type === 'intersection' && def.left && def.right) {
+    const left = shapeOf(def.left, depth + 1);
+    const right = shapeOf(def.right, depth + 1);
+    return left && right ? { ...left, ...right } : undefined;
+  }
+  if (def.type === 'pipe') return def.in ? shapeOf(def.in, depth + 1) : undefined;
+  if (def.type === 'lazy') return def.getter ? shapeOf(def.getter(), depth + 1) : undefined;
+  if ((def.type === 'readonly' || def.type === 'nonoptional') && def.innerType) return shapeOf(def.innerType, depth + 1);
+  return undefined;
 }
 
 function walkObject(shape: Record<string, z.ZodType>, value: Record<string, unknown>, path: string, state: WalkState): unknown {
@@ -133,17 +156,27 @@ function walkRecord(valueType: z.ZodType, value: Record<string, unknown>, path: 
 }
 
 /**
- * A union takes the first option under which the prepared value parses; when none does, the
+ * A union takes the first option under which the prepared value parses without undeclared fields;
+ * else the first under which it parses at all, reporting its undeclared fields (each strict option
+ * was a closed object, so Zod's stripping must not make them acceptable); when none parses, the
  * value goes to Zod untouched (its union error says more than a guess would).
  */
 function walkUnion(options: z.ZodType[], value: unknown, path: string, state: WalkState): unknown {
+  let fallback: { next: unknown; trial: WalkState } | undefined;
   for (const option of options) {
     const trial: WalkState = { nullsRemoved: false, unknownFields: [], reject: state.reject };
     const next = walk(option, value, path, trial);
-    if (trial.unknownFields.length === 0 && option.safeParse(next).success) {
+    if (!option.safeParse(next).success) continue;
+    if (trial.unknownFields.length === 0) {
       state.nullsRemoved ||= trial.nullsRemoved;
       return next;
     }
+    fallback ??= { next, trial };
+  }
+  if (fallback) {
+    state.nullsRemoved ||= fallback.trial.nullsRemoved;
+    state.unknownFields.push(...fallback.trial.unknownFields);
+    return fallback.next;
   }
   return value;
 }
@@ -159,6 +192,8 @@ function acceptsNull(schema: z.ZodType): boolean {
       return true;
     case 'union':
       return (def.options ?? []).some(acceptsNull);
+    case 'intersection':
+      return def.left !== undefined && def.right !== undefined && acceptsNull(def.left) && acceptsNull(def.right);
     case 'pipe':
       return def.in ? acceptsNull(def.in) : false;
     case 'lazy':

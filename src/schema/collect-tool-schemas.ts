@@ -12,6 +12,8 @@ export interface ToolSchema {
   /** The JSON Schema of the parameters: the raw `jsonSchema` itself when given. */
   parameters: JSONObject;
   strict: boolean;
+  /** Why a tool that would be strict is sent non-strict; absent otherwise. */
+  strictNote?: string;
   namespace?: string;
   namespaceDescription?: string;
   deferLoading: boolean;
@@ -35,8 +37,8 @@ const byZodSchema = new WeakMap<z.ZodType, { plain?: JSONObject; strict?: JSONOb
  * `strict` says: it is the owner's contract); else `zodToJSONSchema(schema)`, passed through
  * `toStrictJSONSchema` when the tool is strict. Cached per tool object and per Zod schema.
  *
- * @throws ToolRuntimeError `invalid_definition` when the tool has neither schema, or its Zod schema
- *   cannot be converted to a root object schema.
+ * @throws ToolRuntimeError `invalid_definition` when the tool has neither schema, its Zod schema
+ *   cannot be converted to a root object schema, or (strict) has a part strict mode cannot represent.
  */
 export function toolParameters(tool: WorkerAgentTool): JSONObject {
   const cached = byTool.get(tool);
@@ -48,7 +50,11 @@ export function toolParameters(tool: WorkerAgentTool): JSONObject {
     let entry = byZodSchema.get(tool.schema);
     if (!entry) byZodSchema.set(tool.schema, (entry = {}));
     if (tool.strict) {
-      entry.strict ??= toStrictJSONSchema(entry.plain ?? zodToJSONSchema(tool.schema));
+      try {
+        entry.strict ??= toStrictJSONSchema(entry.plain ?? zodToJSONSchema(tool.schema));
+      } catch (error) {
+        throw new ToolRuntimeError('invalid_definition', `tool ${JSON.stringify(tool.name)}: ${(error as Error).message}`, { cause: error });
+      }
       parameters = entry.strict;
     } else {
       entry.plain ??= zodToJSONSchema(tool.schema);
@@ -84,6 +90,7 @@ export function collectToolSchemas(tools: readonly WorkerAgentTool[]): ToolSchem
       readOnly: tool.isReadOnly,
       destructive: tool.isDestructive,
     };
+    if (tool.strictNote !== undefined && tool.strictNote !== '') schema.strictNote = tool.strictNote;
     if (tool.namespace !== undefined) schema.namespace = tool.namespace;
     if (tool.namespaceDescription !== undefined) schema.namespaceDescription = tool.namespaceDescription;
     schemas.push(schema);

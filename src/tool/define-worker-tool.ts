@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { ToolRuntimeError } from '../errors.js';
 import { isJSONObject, type JSONObject } from '../json.js';
+import { toStrictJSONSchema } from '../schema/strict-schema.js';
 import { zodToJSONSchema } from '../schema/zod-to-json-schema.js';
 import type { AgentToolResult } from './tool-result.js';
 import type { ExecutionMode, ToolExecutionContext, WorkerAgentTool } from './worker-agent-tool.js';
@@ -12,6 +13,11 @@ interface DefinitionBase<TParams> {
   name: string;
   description: string;
   strict?: boolean;
+  /**
+   * Why a tool that would be strict goes out with `strict: false` (a runtime schema strict mode
+   * cannot represent); carried in the tool's definition for the controller and its logs.
+   */
+  strictNote?: string;
   namespace?: string;
   namespaceDescription?: string;
   deferLoading?: boolean;
@@ -44,7 +50,9 @@ export interface JsonSchemaToolDefinition<TParams = Record<string, unknown>> ext
  *
  * @throws ToolRuntimeError `invalid_definition` on a name outside `^[a-zA-Z0-9_-]{1,64}$` (tool or
  *   namespace), an empty description, neither `schema` nor `jsonSchema`, or a root that is not an
- *   object.
+ *   object; and for a `strict` tool whose Zod schema (with no raw `jsonSchema`) has a part strict mode
+ *   cannot represent (a tuple, a record, an object with extra keys...), naming the path, the
+ *   construct and a way out (see `toStrictJSONSchema`).
  */
 export function defineWorkerTool<S extends z.ZodType>(definition: ZodToolDefinition<S>): WorkerAgentTool<z.output<S>>;
 export function defineWorkerTool<TParams = Record<string, unknown>>(
@@ -73,7 +81,9 @@ export function defineWorkerTool(
   }
   if (definition.schema !== undefined) {
     try {
-      zodToJSONSchema(definition.schema);
+      const jsonSchema = zodToJSONSchema(definition.schema);
+      // Refused here, at definition time, rather than at the first turn that offers the tool.
+      if (definition.strict === true && definition.jsonSchema === undefined) toStrictJSONSchema(jsonSchema);
     } catch (error) {
       throw invalid((error as Error).message);
     }
@@ -85,6 +95,7 @@ export function defineWorkerTool(
     schema: definition.schema,
     jsonSchema: definition.jsonSchema,
     strict: definition.strict ?? false,
+    strictNote: definition.strictNote,
     namespace: definition.namespace,
     namespaceDescription: definition.namespaceDescription,
     deferLoading: definition.deferLoading ?? false,

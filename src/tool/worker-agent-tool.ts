@@ -43,6 +43,8 @@ export interface WorkerAgentTool<TParams = any> {
   readonly jsonSchema?: JSONObject;
   /** Ask the provider to enforce strict function-tool arguments. */
   readonly strict: boolean;
+  /** Why the tool is not strict although it would be (a runtime schema strict mode cannot represent). */
+  readonly strictNote?: string;
   /** Groups related tools under one provider namespace. */
   readonly namespace?: string;
   readonly namespaceDescription?: string;

@@ -99,6 +99,14 @@ describe('categories through a real sidecar', () => {
     expect(JSON.parse(submit.parametersJson).properties.result).toEqual(JSON.parse(resultSchemaJson));
   });
 
+  it('sends a result schema strict mode cannot represent non-strict, with the reason in strict_note', async () => {
+    const open = { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] };
+    const task = await assemble(context({ kind: TurnKind.TURN_KIND_WORKFLOW_TASK, resultSchemaJson: JSON.stringify(open) }));
+    const submit = task.tools.find((t) => t.name === 'submit_result')!;
+    expect(submit.strict).toBe(false);
+    expect(submit.strictNote).toMatch(/^submit_result is sent with strict: false because strict mode cannot represent result: an open object/);
+  });
+
   it('runs computer and web tools in a text turn, streaming command output', async () => {
     const responses = await runTurn(client, context({}), [
       ['run_command', { command: 'printf "one\\ntwo\\n" > notes.txt; echo done' }],

@@ -248,6 +248,11 @@ export interface ToolDefinition {
   /** Metadata for activity reporting and safety checks. */
   readOnly: boolean;
   destructive: boolean;
+  /**
+   * Why a tool that would be strict is sent with strict = false: its schema arrived at run time (a
+   * workflow task's result schema) and has a part strict mode cannot represent. Empty otherwise.
+   */
+  strictNote: string;
 }
 
 export interface TurnRequest {
@@ -1062,6 +1067,7 @@ function createBaseToolDefinition(): ToolDefinition {
     executionMode: 0,
     readOnly: false,
     destructive: false,
+    strictNote: "",
   };
 }
 
@@ -1096,6 +1102,9 @@ export const ToolDefinition: MessageFns<ToolDefinition> = {
     }
     if (message.destructive !== false) {
       writer.uint32(80).bool(message.destructive);
+    }
+    if (message.strictNote !== "") {
+      writer.uint32(90).string(message.strictNote);
     }
     return writer;
   },
@@ -1193,6 +1202,14 @@ export const ToolDefinition: MessageFns<ToolDefinition> = {
             message.destructive = reader.bool();
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.strictNote = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1237,6 +1254,11 @@ export const ToolDefinition: MessageFns<ToolDefinition> = {
         ? globalThis.Boolean(object.read_only)
         : false,
       destructive: isSet(object.destructive) ? globalThis.Boolean(object.destructive) : false,
+      strictNote: isSet(object.strictNote)
+        ? globalThis.String(object.strictNote)
+        : isSet(object.strict_note)
+        ? globalThis.String(object.strict_note)
+        : "",
     };
   },
 
@@ -1272,6 +1294,9 @@ export const ToolDefinition: MessageFns<ToolDefinition> = {
     if (message.destructive !== false) {
       obj.destructive = message.destructive;
     }
+    if (message.strictNote !== "") {
+      obj.strictNote = message.strictNote;
+    }
     return obj;
   },
 
@@ -1290,6 +1315,7 @@ export const ToolDefinition: MessageFns<ToolDefinition> = {
     message.executionMode = object.executionMode ?? 0;
     message.readOnly = object.readOnly ?? false;
     message.destructive = object.destructive ?? false;
+    message.strictNote = object.strictNote ?? "";
     return message;
   },
 };

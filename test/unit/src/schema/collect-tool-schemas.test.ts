@@ -66,7 +66,7 @@ describe('collectToolSchemas', () => {
     expect(collected?.strict).toBe(true);
     expect(collected?.parameters).toEqual({
       type: 'object',
-      properties: { path: { type: 'string' }, limit: { type: ['number', 'null'], description: '(maximum: 10)' } },
+      properties: { path: { type: 'string' }, limit: { type: ['number', 'null'], maximum: 10 } },
       required: ['path', 'limit'],
       additionalProperties: false,
     });
@@ -85,6 +85,12 @@ describe('collectToolSchemas', () => {
   it('sends the raw jsonSchema, not the Zod one, when a tool has both', () => {
     const tool = defineWorkerTool({ name: 'both', description: 'Both.', strict: true, schema: z.object({ count: z.number() }), jsonSchema: rawSchema, execute });
     expect(collectToolSchemas([tool])[0]?.parameters).toBe(rawSchema);
+  });
+
+  it('carries a strict note when a tool has one', () => {
+    const tool = defineWorkerTool({ name: 'read', description: 'Reads.', strictNote: 'sent non-strict: a record', schema, execute });
+    expect(collectToolSchemas([tool])[0]?.strictNote).toBe('sent non-strict: a record');
+    expect(collectToolSchemas([defineWorkerTool({ name: 'read', description: 'Reads.', schema, execute })])[0]).not.toHaveProperty('strictNote');
   });
 
   it('caches the parameters per tool object', () => {

@@ -66,4 +66,18 @@ describe('defineWorkerTool', () => {
     expect(error.code).toBe('invalid_definition');
     expect(error.message).toContain('cannot convert the schema to JSON Schema');
   });
+
+  it.each([
+    ['a tuple', z.object({ at: z.tuple([z.number(), z.number()]) }), 'at', 'a tuple (z.tuple', 'an object with a named field per position, such as {x, y} for [x, y]'],
+    ['a record', z.object({ meta: z.object({ env: z.record(z.string(), z.string()) }) }), 'meta.env', 'a record (z.record', 'an array of {key, value} objects'],
+    ['a loose object', z.object({ items: z.array(z.looseObject({ id: z.string() })) }), 'items[]', 'an object that keeps extra keys', 'declare every key'],
+  ])('refuses a strict tool with %s at definition time, naming the path, the construct and a way out', (_label, strictSchema, path, construct, wayOut) => {
+    const error = definitionError(() => defineWorkerTool({ name: 'x', description: 'd', strict: true, schema: strictSchema, execute }));
+    expect(error.code).toBe('invalid_definition');
+    expect(error.message).toContain(`tool "x": strict mode cannot represent ${path}: ${construct}`);
+    expect(error.message).toContain(`Way out: ${wayOut}`);
+    expect(error.message).toContain('or `strict: false`');
+    // The same schema is fine without strict: nothing there needs converting.
+    expect(defineWorkerTool({ name: 'x', description: 'd', schema: strictSchema, execute }).strict).toBe(false);
+  });
 });
