@@ -1,0 +1,121 @@
+/**
+ * The PostgreSQL schema as an ordered list of versioned migrations, the counterpart of
+ * ../sqlite/migrations.ts (same tables, same keys, same versions). A migration is never edited once
+ * released: a change is a new entry at the end. `openPostgresStore` applies the ones newer than the
+ * highest row of `tools_runtime_schema_migrations`, under an advisory lock so that controllers
+ * starting together migrate once.
+ */
+export interface PostgresMigration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const postgresMigrations: readonly PostgresMigration[] = [
+  {
+    version: 1,
+    name: 'workflows',
+    sql: `
+      CREATE TABLE workflow_runs (
+        seq BIGSERIAL NOT NULL UNIQUE,
+        run_id TEXT PRIMARY KEY,
+        agent_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('running', 'succeeded', 'failed', 'cancelled')),
+        max_parallel INTEGER NOT NULL,
+        error TEXT,
+        created_at TEXT NOT NULL,
+        finished_at TEXT,
+        owner TEXT,
+        lease_until BIGINT
+      );
+      CREATE INDEX workflow_runs_by_agent ON workflow_runs (agent_id, created_at);
+      CREATE INDEX workflow_runs_by_state ON workflow_runs (state);
+      CREATE TABLE workflow_tasks (
+        run_id TEXT NOT NULL REFERENCES workflow_runs (run_id),
+        task_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        prompt TEXT NOT NULL,
+        result_schema_json TEXT NOT NULL,
+        depends_on_json TEXT NOT NULL,
+        max_attempts INTEGER NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'committed', 'failed', 'skipped', 'cancelled')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        failed_attempts INTEGER NOT NULL DEFAULT 0,
+        error TEXT,
+        PRIMARY KEY (run_id, task_id)
+      );
+      -- Exactly one committed result per (run, task), whichever controller finishes: the key refuses a second.
+      CREATE TABLE workflow_results (
+        run_id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        result_json TEXT NOT NULL,
+        committed_at TEXT NOT NULL,
+        PRIMARY KEY (run_id, task_id),
+        FOREIGN KEY (run_id, task_id) REFERENCES workflow_tasks (run_id, task_id)
+      );
+      CREATE TABLE workflow_attempts (
+        seq BIGSERIAL NOT NULL UNIQUE,
+        run_id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        outcome TEXT CHECK (outcome IN ('committed', 'failed', 'interrupted', 'cancelled')),
+        error TEXT,
+        PRIMARY KEY (run_id, task_id, attempt),
+        FOREIGN KEY (run_id, task_id) REFERENCES workflow_tasks (run_id, task_id)
+      );
+    `,
+  },
+  {
+    version: 2,
+    name: 'schedules and background jobs',
+    sql: `
+      CREATE TABLE jobs (
+        seq BIGSERIAL PRIMARY KEY,
+        job_id TEXT NOT NULL UNIQUE,
+        agent_id TEXT NOT NULL,
+        prompt TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')),
+        final_text TEXT NOT NULL DEFAULT '',
+        error TEXT NOT NULL DEFAULT '',
+        can_spawn_jobs BOOLEAN NOT NULL,
+        schedule_id TEXT,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        created_at BIGINT NOT NULL,
+        started_at BIGINT,
+        finished_at BIGINT
+      );
+      CREATE INDEX jobs_by_agent_status ON jobs (agent_id, status, seq);
+      CREATE INDEX jobs_by_status ON jobs (status, seq);
+      CREATE TABLE schedules (
+        seq BIGSERIAL PRIMARY KEY,
+        schedule_id TEXT NOT NULL UNIQUE,
+        agent_id TEXT NOT NULL,
+        prompt TEXT NOT NULL,
+        cron TEXT,
+        at TEXT,
+        time_zone TEXT NOT NULL,
+        next_fire_at BIGINT,
+        last_fired_at BIGINT,
+        fired_count INTEGER NOT NULL DEFAULT 0,
+        missed_count INTEGER NOT NULL DEFAULT 0,
+        created_at BIGINT NOT NULL,
+        CHECK ((cron IS NULL) <> (at IS NULL))
+      );
+      CREATE INDEX schedules_by_agent ON schedules (agent_id, seq);
+      CREATE INDEX schedules_by_next_fire ON schedules (next_fire_at) WHERE next_fire_at IS NOT NULL;
+      -- One row per claimed firing: a (schedule, fire time) firing happens once across every controller.
+      CREATE TABLE schedule_firings (
+        schedule_id TEXT NOT NULL,
+        fire_at BIGINT NOT NULL,
+        job_id TEXT NOT NULL,
+        missed INTEGER NOT NULL,
+        claimed_at BIGINT NOT NULL,
+        PRIMARY KEY (schedule_id, fire_at)
+      );
+    `,
+  },
+];

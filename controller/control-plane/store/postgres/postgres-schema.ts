@@ -1,0 +1,110 @@
+/**
+ * The PostgreSQL store's tables as Kysely sees them: one interface per table, column names as in
+ * the SQL. Times the SQLite store keeps as ISO text stay text here; epoch milliseconds are BIGINT,
+ * read back as numbers (the pool parses INT8). `seq` columns order rows by insertion.
+ */
+import type { ColumnType, Generated } from 'kysely';
+
+export interface WorkflowRunsTable {
+  seq: Generated<number>;
+  run_id: string;
+  agent_id: string;
+  name: string;
+  state: 'running' | 'succeeded' | 'failed' | 'cancelled';
+  max_parallel: number;
+  error: string | null;
+  created_at: string;
+  finished_at: string | null;
+  owner: string | null;
+  lease_until: number | null;
+}
+
+export interface WorkflowTasksTable {
+  run_id: string;
+  task_id: string;
+  position: number;
+  prompt: string;
+  result_schema_json: string;
+  depends_on_json: string;
+  max_attempts: number;
+  state: 'pending' | 'running' | 'committed' | 'failed' | 'skipped' | 'cancelled';
+  attempts: ColumnType<number, number | undefined, number>;
+  failed_attempts: ColumnType<number, number | undefined, number>;
+  error: string | null;
+}
+
+export interface WorkflowResultsTable {
+  run_id: string;
+  task_id: string;
+  attempt: number;
+  result_json: string;
+  committed_at: string;
+}
+
+export interface WorkflowAttemptsTable {
+  seq: Generated<number>;
+  run_id: string;
+  task_id: string;
+  attempt: number;
+  started_at: string;
+  finished_at: string | null;
+  outcome: 'committed' | 'failed' | 'interrupted' | 'cancelled' | null;
+  error: string | null;
+}
+
+export interface JobsTable {
+  seq: Generated<number>;
+  job_id: string;
+  agent_id: string;
+  prompt: string;
+  status: 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+  final_text: ColumnType<string, string | undefined, string>;
+  error: ColumnType<string, string | undefined, string>;
+  can_spawn_jobs: boolean;
+  schedule_id: string | null;
+  attempts: ColumnType<number, number | undefined, number>;
+  created_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+}
+
+export interface SchedulesTable {
+  seq: Generated<number>;
+  schedule_id: string;
+  agent_id: string;
+  prompt: string;
+  cron: string | null;
+  at: string | null;
+  time_zone: string;
+  next_fire_at: number | null;
+  last_fired_at: number | null;
+  fired_count: ColumnType<number, number | undefined, number>;
+  missed_count: ColumnType<number, number | undefined, number>;
+  created_at: number;
+}
+
+export interface ScheduleFiringsTable {
+  schedule_id: string;
+  fire_at: number;
+  job_id: string;
+  missed: number;
+  claimed_at: number;
+}
+
+export interface SchemaMigrationsTable {
+  version: number;
+  name: string;
+  applied_at: string;
+}
+
+/** Every table of the PostgreSQL store. */
+export interface PostgresDatabase {
+  workflow_runs: WorkflowRunsTable;
+  workflow_tasks: WorkflowTasksTable;
+  workflow_results: WorkflowResultsTable;
+  workflow_attempts: WorkflowAttemptsTable;
+  jobs: JobsTable;
+  schedules: SchedulesTable;
+  schedule_firings: ScheduleFiringsTable;
+  tools_runtime_schema_migrations: SchemaMigrationsTable;
+}

@@ -1,0 +1,256 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { isControlPlaneError } from '../../../../../controller/control-plane/control-plane-error.js';
+import { Scheduler, type Firing } from '../../../../../controller/control-plane/schedules/scheduler.js';
+import type { ControlPlaneStore } from '../../../../../controller/control-plane/store/control-plane-store.js';
+import type { WorkflowDefinition } from '../../../../../controller/control-plane/store/workflow-store.js';
+import { askControlPlane as ask } from '../../../../fixtures/ask-control-plane.js';
+import { postgresBackend, sqliteBackend, type StoreLocation } from '../../../../fixtures/store-backends.js';
+
+const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] };
+const definition: WorkflowDefinition = {
+  name: 'two',
+  maxParallel: 2,
+  tasks: [
+    { id: 'a', prompt: 'first', resultSchema: schema, dependsOn: [], maxAttempts: 2 },
+    { id: 'b', prompt: 'second', resultSchema: schema, dependsOn: ['a'], maxAttempts: 2 },
+  ],
+};
+const T0 = Date.parse('2026-11-30T21:00:00.000Z');
+const minute = 60_000;
+
+// Every store test, once per backend: the same behaviour is the contract, whichever database holds it.
+for (const backend of [sqliteBackend(), postgresBackend('the ControlPlaneStore conformance suite')]) {
+  describe.skipIf(backend.unavailable !== undefined)(`ControlPlaneStore conformance: ${backend.name}`, () => {
+    let location: StoreLocation;
+    let store: ControlPlaneStore;
+    const others: ControlPlaneStore[] = [];
+    let clock = T0;
+    const now = () => new Date(clock);
+    /** Another controller on the same database. */
+    const second = async () => {
+      const other = await location.open({ now });
+      others.push(other);
+      return other;
+    };
+
+    beforeAll(() => backend.setup(), 90_000);
+    afterAll(() => backend.teardown(), 60_000);
+    beforeEach(async () => {
+      clock = T0;
+      location = await backend.fresh();
+      store = await location.open({ now });
+    });
+    afterEach(async () => {
+      await store.close();
+      for (const other of others.splice(0)) await other.close();
+      await location.remove();
+    });
+
+    describe('workflows', () => {
+      it('commits a task exactly once, and keeps the persisted schema and result across a reopen', async () => {
+        const run = await store.workflows.createRun({ agentId: 'agent-1', definition, maxRunningPerAgent: 5 });
+        expect(run.tasks.map((task) => [task.taskId, task.state])).toEqual([['a', 'pending'], ['b', 'pending']]);
+        expect(await store.workflows.startAttempt({ runId: run.runId, taskId: 'a' })).toBe(1);
+        expect(await store.workflows.startAttempt({ runId: run.runId, taskId: 'a' })).toBeUndefined();
+        expect(await store.workflows.commitResult({ runId: run.runId, taskId: 'a', attempt: 1, resultJson: '{"n":1}' })).toEqual({ committed: true });
+        expect(await store.workflows.commitResult({ runId: run.runId, taskId: 'a', attempt: 1, resultJson: '{"n":2}' })).toEqual({ committed: false, reason: 'already_committed' });
+        await store.close();
+        store = await location.open({ now });
+        const again = await store.workflows.getRun(run.runId);
+        expect(again?.tasks[0]).toMatchObject({ state: 'committed', resultJson: '{"n":1}', resultSchemaJson: JSON.stringify(schema) });
+        expect(again?.tasks[1]).toMatchObject({ state: 'pending', dependsOn: ['a'] });
+        expect((await store.workflows.listAttempts(run.runId)).map((a) => [a.taskId, a.attempt, a.outcome])).toEqual([['a', 1, 'committed']]);
+      });
+
+      it('commits once when two controllers race to commit the same task', async () => {
+        const other = await second();
+        const run = await store.workflows.createRun({ agentId: 'agent-1', definition, maxRunningPerAgent: 5 });
+        await store.workflows.startAttempt({ runId: run.runId, taskId: 'a' });
+        const outcomes = await Promise.all(
+          Array.from({ length: 6 }, (_, i) => (i % 2 ? other : store).workflows.commitResult({ runId: run.runId, taskId: 'a', attempt: 1, resultJson: `{"n":${i}}` })),
+        );
+        expect(outcomes.filter((outcome) => outcome.committed)).toHaveLength(1);
+        expect(outcomes.filter((outcome) => !outcome.committed && outcome.reason === 'already_committed')).toHaveLength(5);
+      });
+
+      it('counts failed attempts against max_attempts, but not interrupted ones', async () => {
+        const run = await store.workflows.createRun({ agentId: 'agent-1', definition, maxRunningPerAgent: 5 });
+        const first = await store.workflows.startAttempt({ runId: run.runId, taskId: 'a' });
+        expect(await store.workflows.endAttempt({ runId: run.runId, taskId: 'a', attempt: first!, outcome: 'interrupted', error: 'stopped' })).toBe('pending');
+        const secondAttempt = await store.workflows.startAttempt({ runId: run.runId, taskId: 'a' });
+        expect(await store.workflows.endAttempt({ runId: run.runId, taskId: 'a', attempt: secondAttempt!, outcome: 'failed', error: 'no submission' })).toBe('pending');
+        const third = await store.workflows.startAttempt({ runId: run.runId, taskId: 'a' });
+        expect(await store.workflows.endAttempt({ runId: run.runId, taskId: 'a', attempt: third!, outcome: 'failed', error: 'still none' })).toBe('failed');
+        // Ending an attempt twice changes nothing.
+        expect(await store.workflows.endAttempt({ runId: run.runId, taskId: 'a', attempt: third!, outcome: 'failed', error: 'again' })).toBe('failed');
+        expect((await store.workflows.getRun(run.runId))?.tasks[0]).toMatchObject({ attempts: 3, failedAttempts: 2, error: 'still none', state: 'failed' });
+      });
+
+      it('finishing a run skips pending tasks, cancels running ones and refuses later commits', async () => {
+        const run = await store.workflows.createRun({ agentId: 'agent-1', definition, maxRunningPerAgent: 5 });
+        await store.workflows.startAttempt({ runId: run.runId, taskId: 'a' });
+        clock += 1_000;
+        const finished = await store.workflows.finishRun({ runId: run.runId, state: 'cancelled', error: 'user said stop' });
+        expect(finished).toMatchObject({ state: 'cancelled', error: 'user said stop', finishedAt: new Date(T0 + 1_000).toISOString() });
+        expect(finished?.tasks.map((task) => task.state)).toEqual(['cancelled', 'skipped']);
+        expect(await store.workflows.commitResult({ runId: run.runId, taskId: 'a', attempt: 1, resultJson: '{}' })).toEqual({ committed: false, reason: 'not_running' });
+        expect((await store.workflows.listAttempts(run.runId))[0]?.outcome).toBe('cancelled');
+        expect(await store.workflows.finishRun({ runId: 'no-such-run', state: 'failed' })).toBeUndefined();
+      });
+
+      it('refuses a run past the per-agent limit, counting only that agent, even when controllers race', async () => {
+        const other = await second();
+        const attempts = await Promise.allSettled(
+          Array.from({ length: 4 }, (_, i) => (i % 2 ? other : store).workflows.createRun({ agentId: 'agent-1', definition, maxRunningPerAgent: 2 })),
+        );
+        expect(attempts.filter((a) => a.status === 'fulfilled')).toHaveLength(2);
+        expect(attempts.filter((a) => a.status === 'rejected' && isControlPlaneError(a.reason, 'limit_exceeded'))).toHaveLength(2);
+        await store.workflows.createRun({ agentId: 'agent-2', definition, maxRunningPerAgent: 2 });
+        expect((await store.workflows.listRuns({ agentId: 'agent-1', limit: 10 })).length).toBe(2);
+        expect((await store.workflows.listRuns({ limit: 10 })).length).toBe(3);
+        expect((await store.workflows.listRuns({ state: 'succeeded', limit: 10 })).length).toBe(0);
+      });
+
+      it('lists runs newest first', async () => {
+        const first = await store.workflows.createRun({ agentId: 'agent-1', definition, maxRunningPerAgent: 5 });
+        clock += 1;
+        const later = await store.workflows.createRun({ agentId: 'agent-1', definition, maxRunningPerAgent: 5 });
+        expect((await store.workflows.listRuns({ agentId: 'agent-1', limit: 10 })).map((run) => run.runId)).toEqual([later.runId, first.runId]);
+        expect((await store.workflows.listRuns({ agentId: 'agent-1', limit: 1 })).map((run) => run.runId)).toEqual([later.runId]);
+      });
+
+      it('lets another runner claim a run only once its lease ran out, and interrupts what was running', async () => {
+        const run = await store.workflows.createRun({ agentId: 'agent-1', definition, maxRunningPerAgent: 5, owner: 'runner-1', leaseMs: 10_000 });
+        await store.workflows.startAttempt({ runId: run.runId, taskId: 'a' });
+        expect(await store.workflows.claimRuns({ owner: 'runner-2', leaseMs: 10_000 })).toEqual([]);
+        clock += 5_000;
+        expect(await store.workflows.renewLeases({ owner: 'runner-1', leaseMs: 10_000, runIds: [run.runId] })).toEqual([run.runId]);
+        clock += 9_000;
+        expect(await store.workflows.claimRuns({ owner: 'runner-2', leaseMs: 10_000 })).toEqual([]);
+        clock += 2_000;
+        expect(await store.workflows.claimRuns({ owner: 'runner-2', leaseMs: 10_000 })).toEqual([run.runId]);
+        const claimed = await store.workflows.getRun(run.runId);
+        expect(claimed).toMatchObject({ owner: 'runner-2', leaseUntil: clock + 10_000 });
+        expect(claimed?.tasks[0]).toMatchObject({ state: 'pending', attempts: 1, failedAttempts: 0 });
+        expect((await store.workflows.listAttempts(run.runId))[0]?.outcome).toBe('interrupted');
+        expect(await store.workflows.renewLeases({ owner: 'runner-1', leaseMs: 10_000, runIds: [run.runId] })).toEqual([]);
+        expect(await store.workflows.claimRuns({ owner: 'runner-3', leaseMs: 10_000, takeOverFrom: ['runner-2'] })).toEqual([run.runId]);
+        await store.workflows.releaseRun({ owner: 'runner-3', runId: run.runId });
+        expect(await store.workflows.getRun(run.runId)).not.toHaveProperty('owner');
+      });
+
+      it('gives a free run to exactly one of two controllers claiming together', async () => {
+        const other = await second();
+        const runs = await Promise.all([1, 2, 3].map(() => store.workflows.createRun({ agentId: 'agent-1', definition, maxRunningPerAgent: 5 })));
+        const [mine, theirs] = await Promise.all([store.workflows.claimRuns({ owner: 'c1', leaseMs: 60_000 }), other.workflows.claimRuns({ owner: 'c2', leaseMs: 60_000 })]);
+        expect([...mine, ...theirs].sort()).toEqual(runs.map((run) => run.runId).sort());
+      });
+    });
+
+    describe('schedules', () => {
+      it('claims a due one-off firing once: a second scheduler on the same store (a restart) finds nothing to fire', async () => {
+        let nowMs = T0;
+        const hooks = { schedulesAndJobs: { clock: () => nowMs } };
+        const created = await ask(store, 'agent-a', 'createSchedule', { agentId: '', prompt: 'Say hello', cron: '', at: new Date(T0 + 5_000).toISOString(), timeZone: '' }, hooks);
+        expect(created.schedule).toMatchObject({ agentId: 'agent-a', timeZone: 'UTC', nextFireAt: new Date(T0 + 5_000).toISOString(), firedCount: 0 });
+        const fired: Firing[] = [];
+        const scheduler = new Scheduler({ schedules: store.schedules, onFired: (firing) => fired.push(firing), clock: () => nowMs });
+        expect(await scheduler.fireDue()).toEqual([]);
+        nowMs = T0 + 6_000;
+        await scheduler.fireDue();
+        expect(fired).toHaveLength(1);
+        expect(fired[0]!.job).toMatchObject({ agentId: 'agent-a', prompt: 'Say hello', status: 'queued', canSpawnJobs: true });
+        await store.close();
+        store = await location.open({ now });
+        expect(await new Scheduler({ schedules: store.schedules, onFired: (firing) => fired.push(firing), clock: () => nowMs + minute }).fireDue()).toEqual([]);
+        const [schedule] = (await ask(store, 'agent-a', 'listSchedules', { agentId: '' })).schedules;
+        expect(schedule).toMatchObject({ firedCount: 1, missedCount: 0, nextFireAt: '', lastFiredAt: new Date(T0 + 6_000).toISOString() });
+        expect(await store.jobs.list('agent-a', 10)).toHaveLength(1);
+        expect(await store.schedules.nextDueAt()).toBeUndefined();
+      });
+
+      it('fires a (schedule, fire time) once when two controllers claim it together', async () => {
+        const other = await second();
+        const { schedule } = await ask(store, 'agent-a', 'createSchedule', { agentId: '', prompt: 'tick', cron: '* * * * *', at: '', timeZone: 'UTC' }, { schedulesAndJobs: { clock: () => T0 } });
+        const fireAt = T0 + minute;
+        expect(await store.schedules.nextDueAt()).toBe(fireAt);
+        expect((await store.schedules.listDue(fireAt, 10)).map((due) => due.scheduleId)).toEqual([schedule!.scheduleId]);
+        const claim = { scheduleId: schedule!.scheduleId, fireAt, nextFireAt: fireAt + minute, missed: 0, now: fireAt };
+        const claims = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 ? other : store).schedules.claimFiring({ ...claim, jobId: `job_${i}` })));
+        expect(claims.filter(Boolean)).toHaveLength(1);
+        expect(await store.jobs.list(undefined, 10)).toHaveLength(1);
+        expect(await store.schedules.get(schedule!.scheduleId)).toMatchObject({ firedCount: 1, nextFireAt: fireAt + minute });
+      });
+
+      it('records firings missed while down and runs one catch-up firing', async () => {
+        let nowMs = T0;
+        await ask(store, 'agent-a', 'createSchedule', { agentId: '', prompt: 'tick', cron: '* * * * *', at: '', timeZone: 'UTC' }, { schedulesAndJobs: { clock: () => nowMs } });
+        nowMs = T0 + 10.5 * minute;
+        const fired = await new Scheduler({ schedules: store.schedules, onFired: () => {}, clock: () => nowMs }).fireDue();
+        expect(fired).toHaveLength(1);
+        expect(fired[0]).toMatchObject({ fireAt: T0 + minute, missed: 9 });
+        expect((await store.schedules.list('agent-a', 10))[0]).toMatchObject({ firedCount: 1, missedCount: 9, nextFireAt: T0 + 11 * minute });
+      });
+
+      it('deletes a schedule and keeps the jobs its firings queued', async () => {
+        const { schedule } = await ask(store, 'agent-a', 'createSchedule', { agentId: '', prompt: 'tick', cron: '* * * * *', at: '', timeZone: 'UTC' }, { schedulesAndJobs: { clock: () => T0 } });
+        await store.schedules.claimFiring({ scheduleId: schedule!.scheduleId, fireAt: T0 + minute, nextFireAt: T0 + 2 * minute, missed: 0, now: T0 + minute, jobId: 'job_1' });
+        expect(await store.schedules.delete(schedule!.scheduleId)).toMatchObject({ scheduleId: schedule!.scheduleId, firedCount: 1 });
+        expect(await store.schedules.delete(schedule!.scheduleId)).toBeUndefined();
+        expect(await store.schedules.get(schedule!.scheduleId)).toBeUndefined();
+        expect(await store.jobs.get('job_1')).toMatchObject({ scheduleId: schedule!.scheduleId, status: 'queued' });
+      });
+    });
+
+    describe('jobs', () => {
+      const job = (jobId: string, agentId: string, createdAt = T0) => ({ jobId, agentId, prompt: `do ${jobId}`, canSpawnJobs: false, createdAt });
+
+      it('claims the oldest queued job within the per-agent cap, finishes, cancels and requeues', async () => {
+        for (const [id, agent] of [['j1', 'a'], ['j2', 'a'], ['j3', 'b']] as const) await store.jobs.insert(job(id, agent), { maxQueuedPerAgent: 5 });
+        const claim = () => store.jobs.claimNext({ agentIds: ['a', 'b'], maxRunningPerAgent: 1, now: T0 + 1 });
+        expect(await claim()).toMatchObject({ jobId: 'j1', status: 'running', attempts: 1, startedAt: T0 + 1 });
+        expect(await claim()).toMatchObject({ jobId: 'j3' });
+        expect(await claim()).toBeUndefined();
+        expect(await store.jobs.finish('j1', { status: 'succeeded', finalText: 'done', error: '', now: T0 + 2 })).toBe(true);
+        expect(await store.jobs.finish('j1', { status: 'failed', finalText: '', error: 'late', now: T0 + 3 })).toBe(false);
+        expect(await store.jobs.get('j1')).toMatchObject({ status: 'succeeded', finalText: 'done', finishedAt: T0 + 2, canSpawnJobs: false });
+        expect(await store.jobs.cancel('j2', 'not needed', T0 + 4)).toMatchObject({ status: 'cancelled', error: 'not needed' });
+        expect(await store.jobs.cancel('j1', 'too late', T0 + 4)).toMatchObject({ status: 'succeeded' });
+        expect(await store.jobs.cancel('nope', 'x', T0)).toBeUndefined();
+        expect(await store.jobs.requeueRunning(['b'])).toBe(1);
+        expect(await store.jobs.get('j3')).toMatchObject({ status: 'queued', attempts: 1 });
+        expect((await store.jobs.list(undefined, 10)).map((j) => j.jobId)).toEqual(['j3', 'j2', 'j1']);
+        expect((await store.jobs.list('a', 1)).map((j) => j.jobId)).toEqual(['j2']);
+      });
+
+      it('gives each queued job to one controller when several claim together', async () => {
+        const other = await second();
+        for (let i = 0; i < 8; i++) await store.jobs.insert(job(`j${i}`, `agent-${i}`), { maxQueuedPerAgent: 5 });
+        const agentIds = Array.from({ length: 8 }, (_, i) => `agent-${i}`);
+        const claims = await Promise.all(Array.from({ length: 12 }, (_, i) => (i % 2 ? other : store).jobs.claimNext({ agentIds, maxRunningPerAgent: 1, now: T0 })));
+        const ids = claims.filter((claim) => claim !== undefined).map((claim) => claim.jobId);
+        expect(new Set(ids).size).toBe(ids.length);
+        // Whatever lost a race now, the rest is still there to claim: nothing is lost.
+        for (let i = 0; i < 8; i++) {
+          const more = await store.jobs.claimNext({ agentIds, maxRunningPerAgent: 1, now: T0 });
+          if (more) ids.push(more.jobId);
+        }
+        expect(ids.sort()).toEqual(Array.from({ length: 8 }, (_, i) => `j${i}`).sort());
+      });
+
+      it("keeps one agent's schedules and jobs invisible and untouchable to another, and bounds them per agent", async () => {
+        const { schedule } = await ask(store, 'agent-a', 'createSchedule', { agentId: '', prompt: 'p', cron: '0 9 * * *', at: '', timeZone: 'UTC' });
+        const started = await ask(store, 'agent-a', 'startJob', { agentId: '', prompt: 'do it' });
+        expect((await ask(store, 'agent-b', 'listSchedules', { agentId: '' })).schedules).toEqual([]);
+        expect((await ask(store, 'agent-b', 'listJobs', { agentId: '', limit: 0 })).jobs).toEqual([]);
+        await expect(ask(store, 'agent-b', 'deleteSchedule', { agentId: '', scheduleId: schedule!.scheduleId })).rejects.toMatchObject({ code: 'not_found' });
+        await expect(ask(store, 'agent-b', 'showJob', { agentId: '', jobId: started.job!.jobId })).rejects.toMatchObject({ code: 'not_found' });
+        const hooks = { schedulesAndJobs: { limits: { maxSchedulesPerAgent: 2, maxActiveJobsPerAgent: 1, maxPromptChars: 20 } } };
+        await ask(store, 'agent-a', 'createSchedule', { agentId: '', prompt: 'p', cron: '0 9 * * *', at: '', timeZone: 'UTC' }, hooks);
+        await expect(ask(store, 'agent-a', 'createSchedule', { agentId: '', prompt: 'p', cron: '0 9 * * *', at: '', timeZone: 'UTC' }, hooks)).rejects.toMatchObject({ code: 'limit_exceeded' });
+        await expect(ask(store, 'agent-a', 'startJob', { agentId: '', prompt: 'two' }, hooks)).rejects.toMatchObject({ code: 'limit_exceeded' });
+        expect((await ask(store, undefined, 'listSchedules', { agentId: '' })).schedules).toHaveLength(2);
+      });
+    });
+  });
+}
