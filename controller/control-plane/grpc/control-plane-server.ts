@@ -38,6 +38,11 @@ export interface ControlPlaneServer {
    *   bind error otherwise.
    */
   listen(address: string): Promise<string>;
+  /**
+   * Reports NOT_SERVING on the health service while RPCs are still answered: the controller is
+   * draining (a load balancer or readiness probe takes it out; a liveness probe still sees it answer).
+   */
+  drain(): void;
   /** Reports NOT_SERVING, refuses new RPCs, waits up to `graceMs` (default 5 s) for running ones, then ends them. */
   close(options?: { graceMs?: number }): Promise<void>;
 }
@@ -144,6 +149,10 @@ export function createControlPlaneServer(options: {
         server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound)));
       });
       return boundAddress(address, port);
+    },
+    drain() {
+      health.setStatus('', 'NOT_SERVING');
+      health.setStatus(SERVICE_NAME, 'NOT_SERVING');
     },
     close({ graceMs = 5_000 } = {}) {
       closing ??= (async () => {

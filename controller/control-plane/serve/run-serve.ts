@@ -8,7 +8,7 @@ import { answerControlRequest, type ControlHooks } from '../answer-control-reque
 import { createControlPlaneServer } from '../grpc/control-plane-server.js';
 import { JobRunner } from '../jobs/job-runner.js';
 import { Scheduler } from '../schedules/scheduler.js';
-import { openSqliteStore } from '../store/sqlite/open-sqlite-store.js';
+import { openControlPlaneStore } from '../store/open-control-plane-store.js';
 import { AgentSidecars } from './agent-sidecars.js';
 import { readAgentsFile } from './read-agents-file.js';
 import { parseServeOptions, SERVE_USAGE, type ServeOptions } from './serve-options.js';
@@ -52,7 +52,7 @@ export async function runServe(io: ServeIo): Promise<number> {
   try {
     const token = options.tokenFile ? await readToken(options.tokenFile) : undefined;
     const agents = await readAgentsFile(options.agentsFile);
-    const store = await openSqliteStore({ dataDir: options.dataDir });
+    const store = await openControlPlaneStore({ dataDir: options.dataDir, ...(options.database ? { database: options.database } : {}) });
     cleanups.push(() => store.close());
     const sidecars = await AgentSidecars.start({ agents, signal: io.signal, logger });
     cleanups.push(() => sidecars.close());
@@ -101,8 +101,11 @@ export async function runServe(io: ServeIo): Promise<number> {
       io.signal.addEventListener('abort', () => resolve(), { once: true });
     });
     logger.info('shutting down: no new work; running turns get the grace', { graceMs: options.graceMs, runningJobs: jobRunner.runningCount });
+    // Draining: health says NOT_SERVING for the whole grace while the server still answers.
+    server.drain();
     await scheduler.close();
-    await Promise.all([server.close({ graceMs: 1_000 }), jobRunner.close({ graceMs: options.graceMs })]);
+    await jobRunner.close({ graceMs: options.graceMs });
+    await server.close({ graceMs: 1_000 });
     logger.info('controller stopped');
     return 0;
   } catch (error) {

@@ -1,12 +1,15 @@
 import { parseCliOptions, type CliOptions } from '../../cli-options.js';
 import { ToolRuntimeError } from '../../../src/index.js';
 import { defaultDataDir } from '../store/default-data-dir.js';
+import { resolveDatabaseOption } from '../store/open-control-plane-store.js';
 
 /** The settings of `controller serve`. */
 export interface ServeOptions {
   help: boolean;
   listen: string;
   dataDir: string;
+  /** A PostgreSQL URL shared by several controllers (`--database`, else DATABASE_URL); absent: SQLite in dataDir. */
+  database?: string;
   agentsFile: string;
   /** The bearer token ControlPlaneService requires (first line of the file). */
   tokenFile?: string;
@@ -27,6 +30,7 @@ runner, and ControlPlaneService (with gRPC health and reflection) on --listen.
 Options:
   --listen ADDR              where to serve (default 127.0.0.1:7400; a non-loopback address needs --token-file)
   --data-dir DIR             the store's folder (default ~/.local/state/tools-runtime/controller)
+  --database URL             postgres://... : a PostgreSQL store shared with other controllers (default DATABASE_URL; neither: SQLite in --data-dir)
   --agents FILE              JSON: {"AGENT_ID": {"address": "HOST:PORT", "tokenFile": "F"} | {"workspace": "DIR"}, ...}
   --token-file FILE          require "authorization: Bearer <first line of FILE>" on every RPC
   --grace-ms N               on SIGTERM, let running turns finish for N ms before aborting them (default 10000)
@@ -36,7 +40,7 @@ Options:
                              the model, as for npm start (default: the embedded scripted model)
   --help                     this text`;
 
-const own = new Set(['--listen', '--data-dir', '--agents', '--token-file', '--grace-ms', '--max-running-jobs']);
+const own = new Set(['--listen', '--data-dir', '--database', '--agents', '--token-file', '--grace-ms', '--max-running-jobs']);
 const modelFlags = new Set(['--base-url', '--model', '--embedded', '--stream', '--no-stream', '--tool-search', '--flatten-namespaces', '--max-model-calls']);
 const modelFlagsWithValue = new Set(['--base-url', '--model', '--tool-search', '--max-model-calls']);
 
@@ -76,6 +80,7 @@ export function parseServeOptions(argv: string[], env: NodeJS.ProcessEnv): Serve
     help,
     listen: values.get('--listen') ?? '127.0.0.1:7400',
     dataDir: values.get('--data-dir') ?? defaultDataDir(),
+    ...databaseOption(values.get('--database'), env),
     agentsFile: agentsFile ?? '',
     ...(values.has('--token-file') ? { tokenFile: values.get('--token-file')! } : {}),
     graceMs: count(values, '--grace-ms', 10_000, 0),
@@ -99,4 +104,13 @@ function count(values: Map<string, string>, flag: string, fallback: number, mini
   const value = Number(text);
   if (!Number.isInteger(value) || value < minimum) throw new ToolRuntimeError('invalid_request', `${flag} must be an integer of at least ${minimum}, not "${text}"`);
   return value;
+}
+
+function databaseOption(flag: string | undefined, env: NodeJS.ProcessEnv): { database?: string } {
+  try {
+    const database = resolveDatabaseOption(flag, env);
+    return database ? { database } : {};
+  } catch (error) {
+    throw new ToolRuntimeError('invalid_request', (error as Error).message);
+  }
 }

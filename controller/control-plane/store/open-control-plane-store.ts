@@ -1,0 +1,45 @@
+import type { ControlPlaneStore } from './control-plane-store.js';
+import { isPostgresUrl, openPostgresStore } from './postgres/open-postgres-store.js';
+import { openSqliteStore } from './sqlite/open-sqlite-store.js';
+
+/** Options of `openControlPlaneStore`. */
+export interface OpenControlPlaneStoreOptions {
+  /**
+   * `postgres://...` for a PostgreSQL database shared by several controllers; absent or empty for
+   * the embedded SQLite file in `dataDir`.
+   */
+  database?: string;
+  /** The SQLite store's folder (ignored with a PostgreSQL `database`). */
+  dataDir: string;
+  now?: () => Date;
+  newId?: () => string;
+}
+
+/**
+ * Opens the control-plane store the options name: PostgreSQL when `database` is a `postgres://` or
+ * `postgresql://` URL, else the embedded SQLite store in `dataDir`. Callers get the same
+ * `ControlPlaneStore` either way.
+ *
+ * @throws ControlPlaneError `unavailable` when the store cannot be opened or migrated; `invalid_request`
+ *   when `database` is set but is not a PostgreSQL URL.
+ */
+export async function openControlPlaneStore(options: OpenControlPlaneStoreOptions): Promise<ControlPlaneStore> {
+  const extra = { ...(options.now ? { now: options.now } : {}), ...(options.newId ? { newId: options.newId } : {}) };
+  if (options.database) return openPostgresStore({ url: options.database, ...extra });
+  return openSqliteStore({ dataDir: options.dataDir, ...extra });
+}
+
+/**
+ * The `--database` value: the flag, else `DATABASE_URL`, else undefined (SQLite).
+ *
+ * @throws Error naming the value when it is not a PostgreSQL URL (the password left out).
+ */
+export function resolveDatabaseOption(flag: string | undefined, env: NodeJS.ProcessEnv): string | undefined {
+  const value = flag ?? (env.DATABASE_URL || undefined);
+  if (value === undefined) return undefined;
+  if (!isPostgresUrl(value)) {
+    const from = flag !== undefined ? '--database' : 'DATABASE_URL';
+    throw new Error(`${from} must be a postgres:// or postgresql:// URL (got "${value.replace(/:[^:@/]*@/, ':***@')}"); leave it out for the embedded SQLite store in --data-dir`);
+  }
+  return value;
+}
