@@ -52,7 +52,7 @@ export async function runServe(io: ServeIo): Promise<number> {
   try {
     const token = options.tokenFile ? await readToken(options.tokenFile) : undefined;
     const agents = await readAgentsFile(options.agentsFile);
-    const store = await openControlPlaneStore({ dataDir: options.dataDir, ...(options.database ? { database: options.database } : {}) });
+    const store = await openControlPlaneStore({ dataDir: options.dataDir, claimExpirySeconds: options.claimExpirySeconds, ...(options.database ? { database: options.database } : {}) });
     cleanups.push(() => store.close());
     const sidecars = await AgentSidecars.start({ agents, signal: io.signal, logger });
     cleanups.push(() => sidecars.close());

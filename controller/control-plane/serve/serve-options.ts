@@ -10,6 +10,8 @@ export interface ServeOptions {
   dataDir: string;
   /** A PostgreSQL URL shared by several controllers (`--database`, else DATABASE_URL); absent: SQLite in dataDir. */
   database?: string;
+  /** With `database`: how long a claim on a job turn lives before another controller may run the job (s). */
+  claimExpirySeconds: number;
   agentsFile: string;
   /** The bearer token ControlPlaneService requires (first line of the file). */
   tokenFile?: string;
@@ -31,6 +33,7 @@ Options:
   --listen ADDR              where to serve (default 127.0.0.1:7400; a non-loopback address needs --token-file)
   --data-dir DIR             the store's folder (default ~/.local/state/tools-runtime/controller)
   --database URL             postgres://... : a PostgreSQL store shared with other controllers (default DATABASE_URL; neither: SQLite in --data-dir)
+  --claim-expiry-s N         with PostgreSQL: a job turn claimed by a controller that died runs elsewhere after N s (default 900; the same on every controller, longer than any turn)
   --agents FILE              JSON: {"AGENT_ID": {"address": "HOST:PORT", "tokenFile": "F"} | {"workspace": "DIR"}, ...}
   --token-file FILE          require "authorization: Bearer <first line of FILE>" on every RPC
   --grace-ms N               on SIGTERM, let running turns finish for N ms before aborting them (default 10000)
@@ -40,7 +43,7 @@ Options:
                              the model, as for npm start (default: the embedded scripted model)
   --help                     this text`;
 
-const own = new Set(['--listen', '--data-dir', '--database', '--agents', '--token-file', '--grace-ms', '--max-running-jobs']);
+const own = new Set(['--listen', '--data-dir', '--database', '--claim-expiry-s', '--agents', '--token-file', '--grace-ms', '--max-running-jobs']);
 const modelFlags = new Set(['--base-url', '--model', '--embedded', '--stream', '--no-stream', '--tool-search', '--flatten-namespaces', '--max-model-calls']);
 const modelFlagsWithValue = new Set(['--base-url', '--model', '--tool-search', '--max-model-calls']);
 
@@ -81,6 +84,7 @@ export function parseServeOptions(argv: string[], env: NodeJS.ProcessEnv): Serve
     listen: values.get('--listen') ?? '127.0.0.1:7400',
     dataDir: values.get('--data-dir') ?? defaultDataDir(),
     ...databaseOption(values.get('--database'), env),
+    claimExpirySeconds: count(values, '--claim-expiry-s', 900, 1),
     agentsFile: agentsFile ?? '',
     ...(values.has('--token-file') ? { tokenFile: values.get('--token-file')! } : {}),
     graceMs: count(values, '--grace-ms', 10_000, 0),

@@ -11,6 +11,8 @@ export interface OpenControlPlaneStoreOptions {
   database?: string;
   /** The SQLite store's folder (ignored with a PostgreSQL `database`). */
   dataDir: string;
+  /** PostgreSQL only: how long a controller's claim on a job turn lives before another may take it over (default 900 s). */
+  claimExpirySeconds?: number;
   now?: () => Date;
   newId?: () => string;
 }
@@ -25,7 +27,9 @@ export interface OpenControlPlaneStoreOptions {
  */
 export async function openControlPlaneStore(options: OpenControlPlaneStoreOptions): Promise<ControlPlaneStore> {
   const extra = { ...(options.now ? { now: options.now } : {}), ...(options.newId ? { newId: options.newId } : {}) };
-  if (options.database) return openPostgresStore({ url: options.database, ...extra });
+  if (options.database) {
+    return openPostgresStore({ url: options.database, ...extra, ...(options.claimExpirySeconds ? { claimExpirySeconds: options.claimExpirySeconds } : {}) });
+  }
   return openSqliteStore({ dataDir: options.dataDir, ...extra });
 }
 

@@ -8,6 +8,7 @@ import type { PostgresDatabase } from './postgres-schema.js';
 import { createPostgresJobStore } from './postgres-job-store.js';
 import { createPostgresScheduleStore } from './postgres-schedule-store.js';
 import { createPostgresWorkflowStore } from './postgres-workflow-store.js';
+import { PgBossJobClaims } from './pg-boss-job-claims.js';
 
 /** Options of `openPostgresStore`. */
 export interface OpenPostgresStoreOptions {
@@ -23,6 +24,11 @@ export interface OpenPostgresStoreOptions {
   maxConnections?: number;
   /** How long opening may wait for the server (default 15 s). */
   connectTimeoutMs?: number;
+  /**
+   * How long a controller's claim on a job turn lives before pg-boss expires it and another
+   * controller may run the job (default 900 s: longer than any turn should take).
+   */
+  claimExpirySeconds?: number;
 }
 
 /** What the PostgreSQL parts of the store share. */
@@ -79,21 +85,32 @@ export async function openPostgresStore(options: OpenPostgresStoreOptions): Prom
     await db.destroy().catch(() => undefined);
     throw cause instanceof ControlPlaneError ? cause : new ControlPlaneError('unavailable', `cannot open the control-plane store ${location}: ${errorMessage(cause)}`, { cause });
   }
+  let claims: PgBossJobClaims;
+  try {
+    claims = await PgBossJobClaims.start({ url: options.url, ...(options.claimExpirySeconds ? { expireInSeconds: options.claimExpirySeconds } : {}) });
+  } catch (cause) {
+    await db.destroy().catch(() => undefined);
+    throw new ControlPlaneError('unavailable', `cannot start pg-boss on ${location}: ${errorMessage(cause)}`, { cause });
+  }
   const context: PostgresStoreContext = {
     db,
     now: options.now ?? (() => new Date()),
     newId: options.newId ?? (() => crypto.randomUUID()),
   };
+  const jobs = createPostgresJobStore(context, claims);
   let closed = false;
   return {
     location,
     workflows: createPostgresWorkflowStore(context),
-    schedules: createPostgresScheduleStore(context),
-    jobs: createPostgresJobStore(context),
+    schedules: createPostgresScheduleStore(context, claims),
+    jobs,
     approvals: {},
     async close() {
       if (closed) return;
       closed = true;
+      // Claims still held (turns a shutdown interrupted) go back to pg-boss for another controller.
+      await jobs.handBackAll().catch(() => undefined);
+      await claims.stop().catch(() => undefined);
       await db.destroy();
     },
   };

@@ -2,6 +2,7 @@ import { sql, type Selectable, type Transaction } from 'kysely';
 import { ControlPlaneError } from '../../control-plane-error.js';
 import type { JobRecord, JobStore, NewJob } from '../job-store.js';
 import type { PostgresStoreContext } from './open-postgres-store.js';
+import type { JobTurnClaim, PgBossJobClaims } from './pg-boss-job-claims.js';
 import type { JobsTable, PostgresDatabase } from './postgres-schema.js';
 
 /** A job row as a record. */
@@ -22,8 +23,16 @@ export function toPostgresJobRecord(row: Selectable<JobsTable>): JobRecord {
   };
 }
 
-/** Inserts a queued job row inside the caller's transaction and returns it. */
-export async function insertPostgresJobRow(trx: Transaction<PostgresDatabase>, job: NewJob & { scheduleId?: string }): Promise<JobRecord> {
+/**
+ * Inserts a queued job row inside the caller's transaction, queues its turn as a pg-boss job in the
+ * same transaction (keyed by `singletonKey`, default the job id) and returns the row.
+ */
+export async function insertPostgresJobRow(
+  trx: Transaction<PostgresDatabase>,
+  claims: PgBossJobClaims,
+  job: NewJob & { scheduleId?: string },
+  singletonKey = `job:${job.jobId}`,
+): Promise<JobRecord> {
   const row = await trx
     .insertInto('jobs')
     .values({
@@ -39,6 +48,9 @@ export async function insertPostgresJobRow(trx: Transaction<PostgresDatabase>, j
     })
     .returningAll()
     .executeTakeFirstOrThrow();
+  if (!(await claims.enqueue(trx, { jobId: job.jobId, singletonKey }))) {
+    throw new ControlPlaneError('internal', `the turn of ${singletonKey} is already queued`);
+  }
   return toPostgresJobRecord(row);
 }
 
@@ -57,12 +69,25 @@ async function countJobs(trx: Transaction<PostgresDatabase>, agentId: string, st
   return n;
 }
 
+/** How many claims one `claimNext` looks at before it gives up for now. */
+const FETCHES_PER_CLAIM = 16;
+
+/** The job store plus what the PostgreSQL store needs at close. */
+export interface PostgresJobStore extends JobStore {
+  /** Hands every claim this process still holds back to pg-boss, so another controller runs those jobs at once. */
+  handBackAll(): Promise<number>;
+}
+
 /**
- * The background jobs part of the PostgreSQL store. Claims take the oldest eligible row with
- * `FOR UPDATE SKIP LOCKED`, so controllers claiming together never take the same job.
+ * The background jobs part of the PostgreSQL store. A job's turn is a pg-boss job: `claimNext`
+ * claims through pg-boss (SKIP LOCKED, so controllers claiming together never take the same job),
+ * `finish` completes the claim, and a claim held by a controller that died expires in pg-boss and
+ * is claimed again elsewhere (so `requeueRunning` has nothing to do here and returns 0).
  */
-export function createPostgresJobStore(context: PostgresStoreContext): JobStore {
+export function createPostgresJobStore(context: PostgresStoreContext, claims: PgBossJobClaims): PostgresJobStore {
   const { db } = context;
+  /** The claims this process holds, by job id. */
+  const held = new Map<string, string>();
   const tx = <T>(work: (trx: Transaction<PostgresDatabase>) => Promise<T>) => db.transaction().execute(work);
   return {
     insert(job, limits) {
@@ -75,7 +100,7 @@ export function createPostgresJobStore(context: PostgresStoreContext): JobStore 
             `agent ${job.agentId} already has ${n} background jobs queued or running (at most ${limits.maxQueuedPerAgent}); wait for one to finish or cancel one`,
           );
         }
-        return insertPostgresJobRow(trx, job);
+        return insertPostgresJobRow(trx, claims, job);
       });
     },
 
@@ -92,36 +117,53 @@ export function createPostgresJobStore(context: PostgresStoreContext): JobStore 
 
     async claimNext({ agentIds, maxRunningPerAgent, now }) {
       if (agentIds.length === 0) return undefined;
-      return tx(async (trx) => {
-        const candidate = await trx
-          .selectFrom('jobs as q')
-          .selectAll()
-          .where('q.status', '=', 'queued')
-          .where('q.agent_id', 'in', agentIds)
-          .where((eb) =>
-            eb(
-              eb.selectFrom('jobs as r').select((inner) => inner.fn.countAll<number>().as('n')).whereRef('r.agent_id', '=', 'q.agent_id').where('r.status', '=', 'running'),
-              '<',
-              maxRunningPerAgent,
-            ),
-          )
-          .orderBy('q.seq')
-          .limit(1)
-          .forUpdate()
-          .skipLocked()
-          .executeTakeFirst();
-        if (!candidate) return undefined;
-        // The count above may be stale under concurrent claims for the same agent: check it again under the agent's lock.
-        await lockAgentJobs(trx, candidate.agent_id);
-        if ((await countJobs(trx, candidate.agent_id, ['running'])) >= maxRunningPerAgent) return undefined;
-        const row = await trx
-          .updateTable('jobs')
-          .set((eb) => ({ status: 'running', attempts: eb('attempts', '+', 1), started_at: now }))
-          .where('job_id', '=', candidate.job_id)
-          .returningAll()
-          .executeTakeFirstOrThrow();
-        return toPostgresJobRecord(row);
-      });
+      const agents = new Set(agentIds);
+      const notNow: JobTurnClaim[] = [];
+      try {
+        for (let fetches = 0; fetches < FETCHES_PER_CLAIM; fetches++) {
+          const claim = await claims.fetch();
+          if (!claim) return undefined;
+          const taken = await tx(async (trx) => {
+            const row = await trx.selectFrom('jobs').selectAll().where('job_id', '=', claim.jobId).forUpdate().executeTakeFirst();
+            // Finished or cancelled meanwhile (or deleted): the turn is not needed any more.
+            if (!row || (row.status !== 'queued' && row.status !== 'running')) return 'done' as const;
+            if (!agents.has(row.agent_id)) return 'not-here' as const;
+            // A `running` row claimed again is one whose controller died: its claim expired.
+            await lockAgentJobs(trx, row.agent_id);
+            const { n } = await trx
+              .selectFrom('jobs')
+              .select((eb) => eb.fn.countAll<number>().as('n'))
+              .where('agent_id', '=', row.agent_id)
+              .where('status', '=', 'running')
+              .where('job_id', '!=', row.job_id)
+              .executeTakeFirstOrThrow();
+            if (n >= maxRunningPerAgent) return 'not-here' as const;
+            return trx
+              .updateTable('jobs')
+              .set((eb) => ({ status: 'running', attempts: eb('attempts', '+', 1), started_at: now }))
+              .where('job_id', '=', row.job_id)
+              .returningAll()
+              .executeTakeFirstOrThrow();
+          });
+          if (taken === 'done') await claims.complete(claim.id);
+          else if (taken === 'not-here') notNow.push(claim);
+          else {
+            held.set(taken.job_id, claim.id);
+            return toPostgresJobRecord(taken);
+          }
+        }
+        return undefined;
+      } finally {
+        // Handed back after the loop, so this call does not fetch them again; another controller (or a later call) will.
+        await claims.handBack(notNow.map((claim) => claim.id));
+      }
+    },
+
+    async handBackAll() {
+      const ids = [...held.values()];
+      held.clear();
+      await claims.handBack(ids);
+      return ids.length;
     },
 
     async finish(jobId, ending) {
@@ -131,6 +173,11 @@ export function createPostgresJobStore(context: PostgresStoreContext): JobStore 
         .where('job_id', '=', jobId)
         .where('status', '=', 'running')
         .executeTakeFirst();
+      const claimId = held.get(jobId);
+      if (claimId !== undefined) {
+        held.delete(jobId);
+        await claims.complete(claimId);
+      }
       return result.numUpdatedRows === 1n;
     },
 
@@ -147,10 +194,11 @@ export function createPostgresJobStore(context: PostgresStoreContext): JobStore 
       });
     },
 
-    async requeueRunning(agentIds) {
-      if (agentIds.length === 0) return 0;
-      const result = await db.updateTable('jobs').set({ status: 'queued' }).where('status', '=', 'running').where('agent_id', 'in', agentIds).executeTakeFirst();
-      return Number(result.numUpdatedRows);
+    async requeueRunning() {
+      // Several controllers share this database: a job another controller runs right now must not
+      // be requeued. A dead controller's claims expire in pg-boss instead, and a stopping one hands
+      // its claims back at close.
+      return 0;
     },
   };
 }

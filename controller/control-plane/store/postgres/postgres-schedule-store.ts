@@ -4,6 +4,7 @@ import type { ScheduleRecord, ScheduleStore } from '../schedule-store.js';
 import type { PostgresStoreContext } from './open-postgres-store.js';
 import type { SchedulesTable } from './postgres-schema.js';
 import { insertPostgresJobRow } from './postgres-job-store.js';
+import type { PgBossJobClaims } from './pg-boss-job-claims.js';
 
 function toScheduleRecord(row: Selectable<SchedulesTable>): ScheduleRecord {
   return {
@@ -24,9 +25,9 @@ function toScheduleRecord(row: Selectable<SchedulesTable>): ScheduleRecord {
 /**
  * The schedules part of the PostgreSQL store. A firing is claimed by inserting its (schedule, fire
  * time) row, whose primary key lets exactly one controller win, in the same transaction as the job
- * that runs it.
+ * that runs it and that job's pg-boss job (a singleton keyed by the same pair).
  */
-export function createPostgresScheduleStore(context: PostgresStoreContext): ScheduleStore {
+export function createPostgresScheduleStore(context: PostgresStoreContext, claims: PgBossJobClaims): ScheduleStore {
   const { db } = context;
   return {
     create(schedule, limits) {
@@ -121,14 +122,13 @@ export function createPostgresScheduleStore(context: PostgresStoreContext): Sche
           .where('schedule_id', '=', firing.scheduleId)
           .execute();
         // A firing's turn may start jobs: it is the agent's own text turn, only started by the clock.
-        return insertPostgresJobRow(trx, {
-          jobId: firing.jobId,
-          agentId: row.agent_id,
-          prompt: row.prompt,
-          canSpawnJobs: true,
-          createdAt: firing.now,
-          scheduleId: row.schedule_id,
-        });
+        // The firing's turn is a singleton pg-boss job keyed by (schedule, fire time).
+        return insertPostgresJobRow(
+          trx,
+          claims,
+          { jobId: firing.jobId, agentId: row.agent_id, prompt: row.prompt, canSpawnJobs: true, createdAt: firing.now, scheduleId: row.schedule_id },
+          `firing:${row.schedule_id}@${firing.fireAt}`,
+        );
       });
     },
   };

@@ -16,6 +16,16 @@ const definition: WorkflowDefinition = {
   ],
 };
 const T0 = Date.parse('2026-11-30T21:00:00.000Z');
+
+/** Polls `read` (every 200 ms, at most 20 s) until it gives a value. */
+async function eventually<T>(read: () => Promise<T | undefined>): Promise<T | undefined> {
+  const until = Date.now() + 20_000;
+  for (;;) {
+    const value = await read();
+    if (value !== undefined || Date.now() > until) return value;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
 const minute = 60_000;
 
 // Every store test, once per backend: the same behaviour is the contract, whichever database holds it.
@@ -217,10 +227,15 @@ for (const backend of [sqliteBackend(), postgresBackend('the ControlPlaneStore c
         expect(await store.jobs.cancel('j2', 'not needed', T0 + 4)).toMatchObject({ status: 'cancelled', error: 'not needed' });
         expect(await store.jobs.cancel('j1', 'too late', T0 + 4)).toMatchObject({ status: 'succeeded' });
         expect(await store.jobs.cancel('nope', 'x', T0)).toBeUndefined();
-        expect(await store.jobs.requeueRunning(['b'])).toBe(1);
-        expect(await store.jobs.get('j3')).toMatchObject({ status: 'queued', attempts: 1 });
         expect((await store.jobs.list(undefined, 10)).map((j) => j.jobId)).toEqual(['j3', 'j2', 'j1']);
         expect((await store.jobs.list('a', 1)).map((j) => j.jobId)).toEqual(['j2']);
+        // A controller that stops with j3 running: after its restart j3 runs again, as a second attempt
+        // (SQLite requeues it at start; PostgreSQL's store handed its claim back at close).
+        await store.close();
+        store = await location.open({ now });
+        await store.jobs.requeueRunning(['a', 'b']);
+        const again = await eventually(() => store.jobs.claimNext({ agentIds: ['a', 'b'], maxRunningPerAgent: 1, now: T0 + 5 }));
+        expect(again).toMatchObject({ jobId: 'j3', status: 'running', attempts: 2 });
       });
 
       it('gives each queued job to one controller when several claim together', async () => {
@@ -231,12 +246,31 @@ for (const backend of [sqliteBackend(), postgresBackend('the ControlPlaneStore c
         const ids = claims.filter((claim) => claim !== undefined).map((claim) => claim.jobId);
         expect(new Set(ids).size).toBe(ids.length);
         // Whatever lost a race now, the rest is still there to claim: nothing is lost.
-        for (let i = 0; i < 8; i++) {
-          const more = await store.jobs.claimNext({ agentIds, maxRunningPerAgent: 1, now: T0 });
-          if (more) ids.push(more.jobId);
+        while (ids.length < 8) {
+          const more = await eventually(() => store.jobs.claimNext({ agentIds, maxRunningPerAgent: 1, now: T0 }));
+          if (!more) break;
+          ids.push(more.jobId);
         }
         expect(ids.sort()).toEqual(Array.from({ length: 8 }, (_, i) => `j${i}`).sort());
       });
+
+      // PostgreSQL only: SQLite serves one controller, which requeues at its next start instead.
+      if (backend.name === 'postgres') it('a claim held by a controller that died expires, and another controller runs the job again', async () => {
+        const dying = await location.open({ now, claimExpirySeconds: 2 });
+        others.push(dying);
+        const survivor = await second();
+        // pg-boss sets a claim's expiry when the job is queued: the fleet shares one setting.
+        await dying.jobs.insert(job('j-orphan', 'a'), { maxQueuedPerAgent: 5 });
+        expect(await dying.jobs.claimNext({ agentIds: ['a'], maxRunningPerAgent: 2, now: T0 })).toMatchObject({ jobId: 'j-orphan', attempts: 1 });
+        // The dying controller never finishes nor closes; its claim is not free before it expires.
+        expect(await survivor.jobs.claimNext({ agentIds: ['a'], maxRunningPerAgent: 2, now: T0 })).toBeUndefined();
+        const again = await eventually(() => survivor.jobs.claimNext({ agentIds: ['a'], maxRunningPerAgent: 2, now: T0 + 1 }));
+        expect(again).toMatchObject({ jobId: 'j-orphan', status: 'running', attempts: 2 });
+        expect(await survivor.jobs.finish('j-orphan', { status: 'succeeded', finalText: 'ok', error: '', now: T0 + 2 })).toBe(true);
+        // Recorded once: the finished job is not claimable again.
+        expect(await store.jobs.claimNext({ agentIds: ['a'], maxRunningPerAgent: 2, now: T0 })).toBeUndefined();
+        expect(await store.jobs.get('j-orphan')).toMatchObject({ status: 'succeeded', attempts: 2 });
+      }, 60_000);
 
       it("keeps one agent's schedules and jobs invisible and untouchable to another, and bounds them per agent", async () => {
         const { schedule } = await ask(store, 'agent-a', 'createSchedule', { agentId: '', prompt: 'p', cron: '0 9 * * *', at: '', timeZone: 'UTC' });
