@@ -1,12 +1,13 @@
 // `npm run controller -- COMMAND ...`: the control plane's commands. Wiring only: each command is
 // one line of the table below, its code in controller/control-plane/cli/.
 import type { CliIo } from './cli.js';
-import { runWorkflowRunCommand } from './control-plane/cli/workflow-run-command.js';
+import { runWorkflowResumeCommand, runWorkflowRunCommand } from './control-plane/cli/workflow-run-command.js';
 
 type Command = (args: string[], io: CliIo) => Promise<number>;
 
 const commands: Record<string, Command> = {
   'workflow run': runWorkflowRunCommand,
+  'workflow resume': runWorkflowResumeCommand,
 };
 
 const usage = `Usage: npm run controller -- COMMAND [options]
