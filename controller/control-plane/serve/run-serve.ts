@@ -78,7 +78,7 @@ export async function runServe(io: ServeIo): Promise<number> {
         logger,
       }),
     });
-    const scheduler = new Scheduler({ schedules: store.schedules, onFired: () => jobRunner.wake(), logger });
+    const scheduler = new Scheduler({ schedules: store.schedules, agentIds: sidecars.agentIds, onFired: () => jobRunner.wake(), logger });
     hooks.schedulesAndJobs = {
       onScheduleChanged: () => scheduler.wake(),
       onJobQueued: () => jobRunner.wake(),

@@ -79,8 +79,13 @@ export function createSqliteScheduleStore(db: Database): ScheduleStore {
       scheduleId: row.schedule_id,
     });
   });
+  // Agent filters travel as one JSON array parameter, so the statements are prepared once.
   const due = db.prepare('SELECT * FROM schedules WHERE next_fire_at IS NOT NULL AND next_fire_at <= ? ORDER BY next_fire_at LIMIT ?');
+  const dueOf = db.prepare(
+    'SELECT * FROM schedules WHERE next_fire_at IS NOT NULL AND next_fire_at <= ? AND agent_id IN (SELECT value FROM json_each(?)) ORDER BY next_fire_at LIMIT ?',
+  );
   const earliest = db.prepare('SELECT MIN(next_fire_at) AS at FROM schedules WHERE next_fire_at IS NOT NULL');
+  const earliestOf = db.prepare('SELECT MIN(next_fire_at) AS at FROM schedules WHERE next_fire_at IS NOT NULL AND agent_id IN (SELECT value FROM json_each(?))');
   return {
     async create(schedule, limits) {
       return create.immediate(schedule, limits.maxPerAgent);
@@ -100,12 +105,12 @@ export function createSqliteScheduleStore(db: Database): ScheduleStore {
     async delete(scheduleId) {
       return remove.immediate(scheduleId);
     },
-    async nextDueAt() {
-      const row = earliest.get() as { at: number | null };
+    async nextDueAt(agentIds) {
+      const row = (agentIds ? earliestOf.get(JSON.stringify(agentIds)) : earliest.get()) as { at: number | null };
       return row.at ?? undefined;
     },
-    async listDue(now, limit) {
-      const rows = due.all(now, limit) as ScheduleRow[];
+    async listDue(now, limit, agentIds) {
+      const rows = (agentIds ? dueOf.all(now, JSON.stringify(agentIds), limit) : due.all(now, limit)) as ScheduleRow[];
       return rows.map(toScheduleRecord);
     },
     async claimFiring(firing) {
