@@ -75,6 +75,7 @@ export async function runServe(io: ServeIo): Promise<number> {
         store,
         hooks: () => hooks,
         turnOptions,
+        maxTurnMs: options.jobTimeoutMs,
         logger,
       }),
     });
