@@ -171,11 +171,23 @@ export class WorkflowRunner implements WorkflowRunnerHook {
   }
 
   private async drive(runId: string, entry: DrivenRun): Promise<void> {
+    const running = new Map<string, Promise<void>>();
+    try {
+      await this.driveLoop(runId, entry, running);
+    } catch (error) {
+      // The store failed under the run: stop its task turns and leave it for the next runner.
+      entry.stopReason ??= 'closing';
+      entry.tasks.abort(new ToolRuntimeError('aborted', `the workflow runner failed: ${errorMessage(error)}`));
+      await Promise.allSettled(running.values());
+      throw error;
+    }
+  }
+
+  private async driveLoop(runId: string, entry: DrivenRun, running: Map<string, Promise<void>>): Promise<void> {
     const { store } = this.options;
     const run = await store.workflows.getRun(runId);
     if (!run || run.state !== 'running') return;
     const tasks = new Map(run.tasks.map((task) => [task.taskId, { ...task }]));
-    const running = new Map<string, Promise<void>>();
     const signal = entry.tasks.signal;
     for (;;) {
       if (signal.aborted) break;
