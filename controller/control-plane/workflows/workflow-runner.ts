@@ -59,6 +59,7 @@ export class WorkflowRunner implements WorkflowRunnerHook {
   private readonly runs = new Map<string, DrivenRun>();
   private readonly schemas = new Map<string, ReturnType<typeof compileJsonSchema>>();
   private leaseTimer: NodeJS.Timeout | undefined;
+  private claimTimer: NodeJS.Timeout | undefined;
   private closed = false;
 
   constructor(options: WorkflowRunnerOptions) {
@@ -97,6 +98,19 @@ export class WorkflowRunner implements WorkflowRunnerHook {
     for (const runId of claimed) this.adopt(runId);
     if (claimed.length > 0) this.logger.info('resumed workflow runs', { runIds: claimed });
     return claimed;
+  }
+
+  /**
+   * Claims free runs every `intervalMs` (as `resume()` does) until `close()`: for a long-lived
+   * controller, so runs that other processes started or left behind get driven here.
+   */
+  watchForFreeRuns(options: { intervalMs: number }): void {
+    if (this.closed || this.claimTimer) return;
+    const tick = () => {
+      this.resume().catch((error: unknown) => this.logger.warn('could not claim free workflow runs', { error: errorMessage(error) }));
+    };
+    this.claimTimer = setInterval(tick, options.intervalMs).unref();
+    tick();
   }
 
   /** The run was cancelled in the store: abort its running task turns now. */
@@ -142,7 +156,9 @@ export class WorkflowRunner implements WorkflowRunnerHook {
   async close(): Promise<void> {
     this.closed = true;
     if (this.leaseTimer) clearInterval(this.leaseTimer);
+    if (this.claimTimer) clearInterval(this.claimTimer);
     this.leaseTimer = undefined;
+    this.claimTimer = undefined;
     const entries = [...this.runs.entries()];
     for (const [, entry] of entries) {
       entry.stopReason ??= 'closing';
