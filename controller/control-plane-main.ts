@@ -1,4 +1,5 @@
 // `npm run controller -- COMMAND ...`: the control plane's commands. Wiring only.
+import { runWorkflowCommand } from './control-plane/cli/workflow-run-command.js';
 import { runServe } from './control-plane/serve/run-serve.js';
 
 /** What a command needs from its process; it returns the exit code. */
@@ -11,13 +12,15 @@ interface CommandIo {
 }
 
 const commands: Record<string, (io: CommandIo) => Promise<number>> = {
+  workflow: runWorkflowCommand,
   serve: runServe,
 };
 
 const USAGE = `Usage: npm run controller -- COMMAND [options]   (COMMAND --help for its options)
 
 Commands:
-  serve    run the scheduler, the job runner and the workflow runner, and serve ControlPlaneService`;
+  workflow run FILE.json | workflow resume RUN_ID    run one workflow to completion in this process
+  serve --agents FILE                                run schedules, background jobs and workflows, serve ControlPlaneService`;
 
 const controller = new AbortController();
 const onSignal = (signal: NodeJS.Signals) => {

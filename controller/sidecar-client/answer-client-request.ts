@@ -1,6 +1,6 @@
 import { errorMessage } from '../../src/index.js';
 import type { ClientReply, ClientRequest } from '../../src/gen/toolruntime/v1/sidecar.js';
-import type { ClientReplyPayload, ClientRequestEvent, ClientRequestHandler } from './sidecar-types.js';
+import type { ApproveCallback, ClientReplyPayload, ClientRequestEvent, ClientRequestHandler } from './sidecar-types.js';
 
 /** The reply when nobody answers control requests on this turn. */
 const NO_CONTROL_PLANE = 'this client does not answer control-plane requests (it opened the turn without a control-plane handler)';
@@ -51,6 +51,22 @@ function toClientReply(requestId: string, payload: ClientReplyPayload): ClientRe
   return payload.kind === 'control'
     ? { requestId, reply: { $case: 'control', value: payload.control } }
     : { requestId, reply: { $case: 'approval', value: { approved: payload.approved, reason: payload.reason ?? '' } } };
+}
+
+/**
+ * One handler from the two ways a turn's opener answers: `approve` takes the approval requests
+ * (before `handler`), `handler` everything else. Undefined when neither is given.
+ */
+export function combineHandlers(handler: ClientRequestHandler | undefined, approve: ApproveCallback | undefined): ClientRequestHandler | undefined {
+  if (!approve) return handler;
+  return async (request, signal) => {
+    if (request.kind !== 'approval') {
+      if (handler) return handler(request, signal);
+      return fallback('control', 'unavailable', NO_CONTROL_PLANE);
+    }
+    const decision = await approve(request, signal);
+    return { kind: 'approval', approved: decision.approved === true, ...(decision.reason ? { reason: decision.reason } : {}) };
+  };
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { ClientDuplexStream } from '@grpc/grpc-js';
 import { errorMessage, ToolRuntimeError } from '../../src/index.js';
 import type { TurnRequest, TurnResponse } from '../../src/gen/toolruntime/v1/sidecar.js';
-import { answerClientRequest } from './answer-client-request.js';
+import { answerClientRequest, combineHandlers } from './answer-client-request.js';
 import { CallState } from './call-state.js';
 import { callResultFromProto, presentationPayload, toolDefinitionFromProto } from './from-proto.js';
 import {
@@ -9,6 +9,7 @@ import {
   type CallHandle,
   type CallRequest,
   type CallResult,
+  type ApproveCallback,
   type ClientRequestHandler,
   type ToolDefinition,
   type ToolTurn,
@@ -38,6 +39,11 @@ export interface OpenTurnOptions extends SidecarTurnTimeouts {
    * control requests get ControlError `unavailable` and approvals a denial, so a call never hangs.
    */
   onClientRequest?: ClientRequestHandler;
+  /**
+   * Decides the approval requests (taken before `onClientRequest` sees them). Give the turn's
+   * context an `approvalPolicy` so the sidecar asks. Without either, approvals are denied.
+   */
+  approve?: ApproveCallback;
 }
 
 /**
@@ -68,7 +74,7 @@ export class SidecarTurn implements ToolTurn {
 
   private constructor(stream: TurnStream, timeouts: OpenTurnOptions) {
     this.stream = stream;
-    this.onClientRequest = timeouts.onClientRequest;
+    this.onClientRequest = combineHandlers(timeouts.onClientRequest, timeouts.approve);
     this.cancelGraceMs = timeouts.cancelGraceMs ?? 5_000;
     this.ended = new Promise((resolve) => {
       this.resolveEnded = resolve;

@@ -67,6 +67,21 @@ export type ClientReplyPayload = { kind: 'control'; control: ControlReply } | { 
  */
 export type ClientRequestHandler = (request: ClientRequestEvent, signal: AbortSignal) => Promise<ClientReplyPayload>;
 
+/** An approval request of one call. */
+export type ApprovalRequestEvent = Extract<ClientRequestEvent, { kind: 'approval' }>;
+
+/** A decision on one call; `reason` is shown to the model when denied. */
+export interface ApprovalDecision {
+  approved: boolean;
+  reason?: string;
+}
+
+/**
+ * Decides whether a validated call may run (the library API of approvals). `signal` aborts when the
+ * call ends meanwhile (cancel, deadline) or the turn's stream ends. Throwing denies the call.
+ */
+export type ApproveCallback = (request: ApprovalRequestEvent, signal: AbortSignal) => Promise<ApprovalDecision>;
+
 /** One tool of the turn's tool set, as the model should see it. */
 export interface ToolDefinition {
   name: string;

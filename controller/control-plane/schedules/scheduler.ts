@@ -20,10 +20,14 @@ export interface Firing {
 /** Options of the scheduler. */
 export interface SchedulerOptions {
   schedules: ScheduleStore;
+  /** Only these agents' schedules fire here (the ones this process can run turns for); every agent's when absent. */
+  agentIds?: readonly string[];
   /** Called once per claimed firing (after its claim is committed); typically wakes the job runner. */
   onFired: (firing: Firing) => void;
   /** The longest sleep between store checks, so schedules written by another process are seen (default 1 s). */
   pollMs?: number;
+  /** A firing finding this many of its agent's jobs queued or running is counted as missed (default 20). */
+  maxActiveJobsPerAgent?: number;
   /** Firings claimed per store query (default 100). */
   batchSize?: number;
   clock?: () => number;
@@ -73,12 +77,20 @@ export class Scheduler {
     const fired: Firing[] = [];
     for (;;) {
       const now = this.#clock();
-      const due = await schedules.listDue(now, batchSize);
+      const due = await schedules.listDue(now, batchSize, this.#options.agentIds);
       for (const schedule of due) {
         if (this.#closed || schedule.nextFireAt === undefined) continue;
         const fireAt = schedule.nextFireAt;
         const { missed, nextFireAt } = catchUp(scheduleTiming(schedule), fireAt, now);
-        const job = await schedules.claimFiring({ scheduleId: schedule.scheduleId, fireAt, nextFireAt, missed, now, jobId: newJobId() });
+        const job = await schedules.claimFiring({
+          scheduleId: schedule.scheduleId,
+          fireAt,
+          nextFireAt,
+          missed,
+          now,
+          jobId: newJobId(),
+          maxActiveJobsPerAgent: this.#options.maxActiveJobsPerAgent ?? 20,
+        });
         if (!job) continue;
         const firing: Firing = { scheduleId: schedule.scheduleId, fireAt, claimedAt: now, missed, job };
         fired.push(firing);
@@ -103,7 +115,7 @@ export class Scheduler {
       let delay = pollMs;
       try {
         await this.fireDue();
-        const next = await this.#options.schedules.nextDueAt();
+        const next = await this.#options.schedules.nextDueAt(this.#options.agentIds);
         if (next !== undefined) delay = Math.min(pollMs, Math.max(0, next - this.#clock()));
       } catch (error) {
         logger.error('the scheduler could not read the store; retrying', { error: errorMessage(error) });

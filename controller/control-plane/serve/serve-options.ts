@@ -19,6 +19,8 @@ export interface ServeOptions {
   graceMs: number;
   /** Background jobs of one agent running at once. */
   maxRunningJobsPerAgent: number;
+  /** The longest one job's (or scheduled) turn may run (ms). */
+  jobTimeoutMs: number;
   /** The model settings, as `npm start` reads them (only its model flags are accepted). */
   model: Pick<CliOptions, 'embedded' | 'baseURL' | 'apiKey' | 'model' | 'stream' | 'toolSearch' | 'flattenNamespaces' | 'maxModelCalls'>;
 }
@@ -38,12 +40,13 @@ Options:
   --token-file FILE          require "authorization: Bearer <first line of FILE>" on every RPC
   --grace-ms N               on SIGTERM, let running turns finish for N ms before aborting them (default 10000)
   --max-running-jobs N       background jobs of one agent running at once (default 2)
+  --job-timeout-ms N         abort a job's (or scheduled) turn that runs longer, failing the job (default 1800000)
   --base-url URL, --model NAME, --embedded, --stream / --no-stream, --tool-search MODE,
   --flatten-namespaces, --max-model-calls N
                              the model, as for npm start (default: the embedded scripted model)
   --help                     this text`;
 
-const own = new Set(['--listen', '--data-dir', '--database', '--claim-expiry-s', '--agents', '--token-file', '--grace-ms', '--max-running-jobs']);
+const own = new Set(['--listen', '--data-dir', '--database', '--claim-expiry-s', '--agents', '--token-file', '--grace-ms', '--max-running-jobs', '--job-timeout-ms']);
 const modelFlags = new Set(['--base-url', '--model', '--embedded', '--stream', '--no-stream', '--tool-search', '--flatten-namespaces', '--max-model-calls']);
 const modelFlagsWithValue = new Set(['--base-url', '--model', '--tool-search', '--max-model-calls']);
 
@@ -89,6 +92,7 @@ export function parseServeOptions(argv: string[], env: NodeJS.ProcessEnv): Serve
     ...(values.has('--token-file') ? { tokenFile: values.get('--token-file')! } : {}),
     graceMs: count(values, '--grace-ms', 10_000, 0),
     maxRunningJobsPerAgent: count(values, '--max-running-jobs', 2, 1),
+    jobTimeoutMs: count(values, '--job-timeout-ms', 1_800_000, 1),
     model: {
       embedded: cli.embedded,
       ...(cli.baseURL ? { baseURL: cli.baseURL } : {}),

@@ -44,6 +44,11 @@ export interface FiringClaim {
   now: number;
   /** The background job that runs the firing's text turn. */
   jobId: string;
+  /**
+   * When the agent already has this many jobs queued or running, the firing queues no job: it is
+   * counted as missed (the schedule still advances), so a fast schedule cannot grow the queue.
+   */
+  maxActiveJobsPerAgent: number;
 }
 
 /**
@@ -54,7 +59,8 @@ export interface ScheduleStore {
   /**
    * Stores a new schedule.
    *
-   * @throws ControlPlaneError `limit_exceeded` when the agent already has `maxPerAgent` schedules.
+   * @throws ControlPlaneError `limit_exceeded` when the agent already has `maxPerAgent` schedules
+   *   with a firing left (one-off schedules that fired do not count).
    */
   create(schedule: NewSchedule, limits: { maxPerAgent: number }): Promise<ScheduleRecord>;
   /** One agent's schedules (every agent's when `agentId` is undefined), oldest first. */
@@ -62,15 +68,16 @@ export interface ScheduleStore {
   get(scheduleId: string): Promise<ScheduleRecord | undefined>;
   /** Deletes the schedule and returns it as it was; undefined when there is none. Its firings' jobs are kept. */
   delete(scheduleId: string): Promise<ScheduleRecord | undefined>;
-  /** The earliest `nextFireAt` of any schedule, or undefined when nothing is scheduled. */
-  nextDueAt(): Promise<number | undefined>;
-  /** Schedules due at `now` (nextFireAt <= now), earliest first, at most `limit`. */
-  listDue(now: number, limit: number): Promise<ScheduleRecord[]>;
+  /** The earliest `nextFireAt` of the schedules of `agentIds` (every agent's when undefined), or undefined when none is left. */
+  nextDueAt(agentIds?: readonly string[]): Promise<number | undefined>;
+  /** Schedules of `agentIds` (every agent's when undefined) due at `now` (nextFireAt <= now), earliest first, at most `limit`. */
+  listDue(now: number, limit: number, agentIds?: readonly string[]): Promise<ScheduleRecord[]>;
   /**
    * Claims one firing, in one transaction: records the (schedule, fire time) firing (unique, so a
    * firing is claimed at most once whatever restarts or races happen), advances the schedule, and
    * queues the background job that runs the firing's turn. Undefined when it was claimed already,
-   * the schedule moved on or was deleted.
+   * the schedule moved on or was deleted, or the agent's job queue was full (then the firing is
+   * recorded and counted as missed).
    */
   claimFiring(claim: FiringClaim): Promise<JobRecord | undefined>;
 }

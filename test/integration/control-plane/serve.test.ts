@@ -182,8 +182,8 @@ describe('controller serve', () => {
     expect(await serve.stop('SIGTERM')).toBe(0);
   }, 120_000);
 
-  it("keeps another agent's workflow, schedule and job invisible and untouchable to this agent's tools", async () => {
-    const serve = await startServe({ dataDir: join(dir, 'data-isolation'), agents: agentsFile(), args: ['--grace-ms', '200'] });
+  it("keeps another agent's workflow, schedule and job invisible and untouchable to this agent's tools; a job turn is bounded", async () => {
+    const serve = await startServe({ dataDir: join(dir, 'data-isolation'), agents: agentsFile(), args: ['--grace-ms', '200', '--job-timeout-ms', '8000'] });
     const client = controlPlaneClient(serve.address);
     try {
       const schedule = (await client.createSchedule({ agentId: 'agent-a', prompt: 'a-daily', cron: '0 3 * * *' })).schedule!;
@@ -217,6 +217,9 @@ describe('controller serve', () => {
       expect((await client.listSchedules({ agentId: 'agent-a' })).schedules.map((s) => s.scheduleId)).toEqual([schedule.scheduleId]);
       expect((await client.showJob({ agentId: 'agent-a', jobId: job.jobId })).job!.state).not.toBe(JobState.JOB_STATE_CANCELLED);
       expect((await client.showWorkflow({ agentId: 'agent-a', runId: run.runId })).run!.state).not.toBe(4);
+      // A turn that never ends is bounded: the job fails with the reason.
+      const timedOut = await until(() => client.showJob({ agentId: 'agent-a', jobId: job.jobId }), (r) => r.job!.state === JobState.JOB_STATE_FAILED, 'the endless job to time out');
+      expect(timedOut.job!.error).toContain('ran past its 8000 ms bound');
     } finally {
       client.close();
     }
@@ -238,6 +241,48 @@ describe('controller serve', () => {
       const done = await until(() => client.showJob({ agentId: 'agent-b', jobId: job.jobId }), (r) => r.job!.state === JobState.JOB_STATE_SUCCEEDED, 'the resumed job');
       expect(done.job!.finalText).toBe('done: graceful HANG-ONCE');
       expect(model.turnsWith('graceful')).toHaveLength(2);
+    } finally {
+      client.close();
+    }
+    expect(await second.stop('SIGTERM')).toBe(0);
+  }, 120_000);
+
+  it('resumes a workflow after the controller is SIGKILLed mid-run: it finishes, no task is committed twice, no committed task runs again', async () => {
+    const dataDir = join(dir, 'data-workflow');
+    const agents = agentsFile();
+    const first = await startServe({ dataDir, agents });
+    let client = controlPlaneClient(first.address);
+    const schema = JSON.stringify({ type: 'object', properties: { task: { type: 'string' } }, required: ['task'], additionalProperties: false });
+    const task = (id: string, prompt: string, dependsOn: string[] = []) => ({ id, prompt, resultSchemaJson: schema, dependsOn, maxAttempts: 2 });
+    const run = (
+      await client.startWorkflow({
+        agentId: 'agent-a',
+        definition: { name: 'killed-mid-run', maxParallel: 1, tasks: [task('t1', 'wf-kill-t1'), task('t2', 'wf-kill-t2 HANG-ONCE', ['t1'])] },
+      })
+    ).run!;
+    // t2 starts only once t1 is committed; its first turn never answers.
+    await model.waitForTurns('wf-kill-t2', 1);
+    const before = (await client.showWorkflow({ agentId: 'agent-a', runId: run.runId })).run!;
+    expect(before.tasks.find((t) => t.taskId === 't1')).toMatchObject({ state: 3, attempts: 1 });
+    const t1Result = before.tasks.find((t) => t.taskId === 't1')!.resultJson;
+    client.close();
+    await first.stop('SIGKILL');
+
+    const second = await startServe({ dataDir, agents });
+    client = controlPlaneClient(second.address);
+    try {
+      const after = (await until(() => client.showWorkflow({ agentId: 'agent-a', runId: run.runId }), (r) => r.run!.state !== 1, 'the resumed run to finish')).run!;
+      expect(after.state).toBe(2);
+      expect(after.tasks.find((t) => t.taskId === 't1')).toMatchObject({ state: 3, attempts: 1, resultJson: t1Result });
+      expect(after.tasks.find((t) => t.taskId === 't2')).toMatchObject({ state: 3, attempts: 2 });
+      expect(JSON.parse(after.tasks.find((t) => t.taskId === 't2')!.resultJson)).toEqual({ task: 'wf-kill-t2 HANG-ONCE' });
+      // Task turns by their own prompt (t2's prompt also quotes t1's committed result).
+      const taskTurns = (prompt: string) => model.seen.filter((request) => !request.continuation && request.prompt.startsWith(prompt));
+      expect(taskTurns('wf-kill-t1')).toHaveLength(1);
+      // The re-run of t2 is a fresh task turn that still sees t1's committed result.
+      const t2Turns = taskTurns('wf-kill-t2');
+      expect(t2Turns).toHaveLength(2);
+      expect(t2Turns[1]!.prompt).toContain('wf-kill-t1');
     } finally {
       client.close();
     }

@@ -82,7 +82,7 @@ export interface PostgresJobStore extends JobStore {
  * The background jobs part of the PostgreSQL store. A job's turn is a pg-boss job: `claimNext`
  * claims through pg-boss (SKIP LOCKED, so controllers claiming together never take the same job),
  * `finish` completes the claim, and a claim held by a controller that died expires in pg-boss and
- * is claimed again elsewhere (so `requeueRunning` has nothing to do here and returns 0).
+ * is claimed again elsewhere.
  */
 export function createPostgresJobStore(context: PostgresStoreContext, claims: PgBossJobClaims): PostgresJobStore {
   const { db } = context;
@@ -115,7 +115,7 @@ export function createPostgresJobStore(context: PostgresStoreContext, claims: Pg
       return (await select.orderBy('seq', 'desc').limit(limit).execute()).map(toPostgresJobRecord);
     },
 
-    async claimNext({ agentIds, maxRunningPerAgent, now }) {
+    async claimNext({ agentIds, maxRunningPerAgent, now, owner }) {
       if (agentIds.length === 0) return undefined;
       const agents = new Set(agentIds);
       const notNow: JobTurnClaim[] = [];
@@ -140,7 +140,7 @@ export function createPostgresJobStore(context: PostgresStoreContext, claims: Pg
             if (n >= maxRunningPerAgent) return 'not-here' as const;
             return trx
               .updateTable('jobs')
-              .set((eb) => ({ status: 'running', attempts: eb('attempts', '+', 1), started_at: now }))
+              .set((eb) => ({ status: 'running', attempts: eb('attempts', '+', 1), started_at: now, owner }))
               .where('job_id', '=', row.job_id)
               .returningAll()
               .executeTakeFirstOrThrow();
@@ -194,11 +194,25 @@ export function createPostgresJobStore(context: PostgresStoreContext, claims: Pg
       });
     },
 
-    async requeueRunning() {
-      // Several controllers share this database: a job another controller runs right now must not
-      // be requeued. A dead controller's claims expire in pg-boss instead, and a stopping one hands
-      // its claims back at close.
-      return 0;
+    async runningOwners(agentIds) {
+      if (agentIds.length === 0) return [];
+      const rows = await db.selectFrom('jobs').select('owner').distinct().where('status', '=', 'running').where('owner', 'is not', null).where('agent_id', 'in', agentIds).execute();
+      return rows.map((row) => row.owner!);
+    },
+
+    async requeueRunning({ agentIds, owners }) {
+      // Only jobs of runners known to be gone (or of none): a job another live controller runs
+      // stays with it. The turn itself is claimed again through pg-boss once the dead runner's
+      // claim expired (or at once when it was handed back).
+      if (agentIds.length === 0) return 0;
+      const result = await db
+        .updateTable('jobs')
+        .set({ status: 'queued', owner: null })
+        .where('status', '=', 'running')
+        .where('agent_id', 'in', agentIds)
+        .where((eb) => eb.or([eb('owner', 'is', null), ...(owners.length > 0 ? [eb('owner', 'in', owners)] : [])]))
+        .executeTakeFirst();
+      return Number(result.numUpdatedRows);
     },
   };
 }

@@ -84,6 +84,8 @@ export const postgresMigrations: readonly PostgresMigration[] = [
         can_spawn_jobs BOOLEAN NOT NULL,
         schedule_id TEXT,
         attempts INTEGER NOT NULL DEFAULT 0,
+        -- The job runner running it (host:pid:random), while it runs.
+        owner TEXT,
         created_at BIGINT NOT NULL,
         started_at BIGINT,
         finished_at BIGINT

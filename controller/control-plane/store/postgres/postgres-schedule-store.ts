@@ -37,11 +37,12 @@ export function createPostgresScheduleStore(context: PostgresStoreContext, claim
           .selectFrom('schedules')
           .select((eb) => eb.fn.countAll<number>().as('n'))
           .where('agent_id', '=', schedule.agentId)
+          .where('next_fire_at', 'is not', null)
           .executeTakeFirstOrThrow();
         if (n >= limits.maxPerAgent) {
           throw new ControlPlaneError(
             'limit_exceeded',
-            `agent ${schedule.agentId} already has ${n} schedules (at most ${limits.maxPerAgent}); delete one it no longer needs first`,
+            `agent ${schedule.agentId} already has ${n} schedules with firings left (at most ${limits.maxPerAgent}); delete one it no longer needs first`,
           );
         }
         const row = await trx
@@ -79,38 +80,50 @@ export function createPostgresScheduleStore(context: PostgresStoreContext, claim
       return row ? toScheduleRecord(row) : undefined;
     },
 
-    async nextDueAt() {
-      const row = await db
+    async nextDueAt(agentIds) {
+      if (agentIds && agentIds.length === 0) return undefined;
+      let select = db
         .selectFrom('schedules')
         .select((eb) => eb.fn.min('next_fire_at').as('at'))
-        .where('next_fire_at', 'is not', null)
-        .executeTakeFirst();
-      return row?.at ?? undefined;
+        .where('next_fire_at', 'is not', null);
+      if (agentIds) select = select.where('agent_id', 'in', [...agentIds]);
+      return (await select.executeTakeFirst())?.at ?? undefined;
     },
 
-    async listDue(now, limit) {
-      const rows = await db
-        .selectFrom('schedules')
-        .selectAll()
-        .where('next_fire_at', 'is not', null)
-        .where('next_fire_at', '<=', now)
-        .orderBy('next_fire_at')
-        .limit(limit)
-        .execute();
-      return rows.map(toScheduleRecord);
+    async listDue(now, limit, agentIds) {
+      if (agentIds && agentIds.length === 0) return [];
+      let select = db.selectFrom('schedules').selectAll().where('next_fire_at', 'is not', null).where('next_fire_at', '<=', now);
+      if (agentIds) select = select.where('agent_id', 'in', [...agentIds]);
+      return (await select.orderBy('next_fire_at').limit(limit).execute()).map(toScheduleRecord);
     },
 
     claimFiring(firing) {
       return db.transaction().execute(async (trx) => {
         const row = await trx.selectFrom('schedules').selectAll().where('schedule_id', '=', firing.scheduleId).forUpdate().executeTakeFirst();
         if (!row || row.next_fire_at !== firing.fireAt) return undefined;
+        const { n } = await trx
+          .selectFrom('jobs')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('agent_id', '=', row.agent_id)
+          .where('status', 'in', ['queued', 'running'])
+          .executeTakeFirstOrThrow();
+        const full = n >= firing.maxActiveJobsPerAgent;
         const claimed = await trx
           .insertInto('schedule_firings')
-          .values({ schedule_id: firing.scheduleId, fire_at: firing.fireAt, job_id: firing.jobId, missed: firing.missed, claimed_at: firing.now })
+          .values({ schedule_id: firing.scheduleId, fire_at: firing.fireAt, job_id: full ? '' : firing.jobId, missed: firing.missed, claimed_at: firing.now })
           .onConflict((conflict) => conflict.columns(['schedule_id', 'fire_at']).doNothing())
           .returning('job_id')
           .executeTakeFirst();
         if (!claimed) return undefined;
+        if (full) {
+          // The agent's queue is full: the firing queues nothing and counts as missed; the schedule moves on.
+          await trx
+            .updateTable('schedules')
+            .set((eb) => ({ next_fire_at: firing.nextFireAt ?? null, missed_count: eb('missed_count', '+', firing.missed + 1) }))
+            .where('schedule_id', '=', firing.scheduleId)
+            .execute();
+          return undefined;
+        }
         await trx
           .updateTable('schedules')
           .set((eb) => ({

@@ -63,6 +63,7 @@ export interface JobsTable {
   can_spawn_jobs: boolean;
   schedule_id: string | null;
   attempts: ColumnType<number, number | undefined, number>;
+  owner: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: number;
   started_at: number | null;
   finished_at: number | null;

@@ -38,11 +38,11 @@ function toScheduleRecord(row: ScheduleRow): ScheduleRecord {
 export function createSqliteScheduleStore(db: Database): ScheduleStore {
   const selectOne = db.prepare('SELECT * FROM schedules WHERE schedule_id = ?');
   const create = db.transaction((schedule: NewSchedule, maxPerAgent: number) => {
-    const { n } = db.prepare('SELECT COUNT(*) AS n FROM schedules WHERE agent_id = ?').get(schedule.agentId) as { n: number };
+    const { n } = db.prepare('SELECT COUNT(*) AS n FROM schedules WHERE agent_id = ? AND next_fire_at IS NOT NULL').get(schedule.agentId) as { n: number };
     if (n >= maxPerAgent) {
       throw new ControlPlaneError(
         'limit_exceeded',
-        `agent ${schedule.agentId} already has ${n} schedules (at most ${maxPerAgent}); delete one it no longer needs first`,
+        `agent ${schedule.agentId} already has ${n} schedules with firings left (at most ${maxPerAgent}); delete one it no longer needs first`,
       );
     }
     db.prepare(
@@ -63,11 +63,19 @@ export function createSqliteScheduleStore(db: Database): ScheduleStore {
     `UPDATE schedules SET next_fire_at = ?, last_fired_at = ?, fired_count = fired_count + 1, missed_count = missed_count + ?
      WHERE schedule_id = ?`,
   );
+  const activeJobs = db.prepare("SELECT COUNT(*) AS n FROM jobs WHERE agent_id = ? AND status IN ('queued', 'running')");
+  const skip = db.prepare('UPDATE schedules SET next_fire_at = ?, missed_count = missed_count + ? WHERE schedule_id = ?');
   const claim = db.transaction((firing: FiringClaim): JobRecord | undefined => {
     const row = selectOne.get(firing.scheduleId) as ScheduleRow | undefined;
     if (!row || row.next_fire_at !== firing.fireAt) return undefined;
-    const claimed = insertFiring.run(firing.scheduleId, firing.fireAt, firing.jobId, firing.missed, firing.now);
+    const { n } = activeJobs.get(row.agent_id) as { n: number };
+    const full = n >= firing.maxActiveJobsPerAgent;
+    const claimed = insertFiring.run(firing.scheduleId, firing.fireAt, full ? '' : firing.jobId, firing.missed, firing.now);
     if (claimed.changes === 0) return undefined;
+    if (full) {
+      skip.run(firing.nextFireAt ?? null, firing.missed + 1, firing.scheduleId);
+      return undefined;
+    }
     advance.run(firing.nextFireAt ?? null, firing.now, firing.missed, firing.scheduleId);
     // A firing's turn may start jobs: it is the agent's own text turn, only started by the clock.
     return insertJobRow({
@@ -79,8 +87,13 @@ export function createSqliteScheduleStore(db: Database): ScheduleStore {
       scheduleId: row.schedule_id,
     });
   });
+  // Agent filters travel as one JSON array parameter, so the statements are prepared once.
   const due = db.prepare('SELECT * FROM schedules WHERE next_fire_at IS NOT NULL AND next_fire_at <= ? ORDER BY next_fire_at LIMIT ?');
+  const dueOf = db.prepare(
+    'SELECT * FROM schedules WHERE next_fire_at IS NOT NULL AND next_fire_at <= ? AND agent_id IN (SELECT value FROM json_each(?)) ORDER BY next_fire_at LIMIT ?',
+  );
   const earliest = db.prepare('SELECT MIN(next_fire_at) AS at FROM schedules WHERE next_fire_at IS NOT NULL');
+  const earliestOf = db.prepare('SELECT MIN(next_fire_at) AS at FROM schedules WHERE next_fire_at IS NOT NULL AND agent_id IN (SELECT value FROM json_each(?))');
   return {
     async create(schedule, limits) {
       return create.immediate(schedule, limits.maxPerAgent);
@@ -100,12 +113,12 @@ export function createSqliteScheduleStore(db: Database): ScheduleStore {
     async delete(scheduleId) {
       return remove.immediate(scheduleId);
     },
-    async nextDueAt() {
-      const row = earliest.get() as { at: number | null };
+    async nextDueAt(agentIds) {
+      const row = (agentIds ? earliestOf.get(JSON.stringify(agentIds)) : earliest.get()) as { at: number | null };
       return row.at ?? undefined;
     },
-    async listDue(now, limit) {
-      const rows = due.all(now, limit) as ScheduleRow[];
+    async listDue(now, limit, agentIds) {
+      const rows = (agentIds ? dueOf.all(now, JSON.stringify(agentIds), limit) : due.all(now, limit)) as ScheduleRow[];
       return rows.map(toScheduleRecord);
     },
     async claimFiring(firing) {

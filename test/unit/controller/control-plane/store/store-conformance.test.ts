@@ -27,6 +27,7 @@ async function eventually<T>(read: () => Promise<T | undefined>): Promise<T | un
   }
 }
 const minute = 60_000;
+const OWNER = 'host:1234:runner';
 
 // Every store test, once per backend: the same behaviour is the contract, whichever database holds it.
 for (const backend of [sqliteBackend(), postgresBackend('the ControlPlaneStore conformance suite')]) {
@@ -185,7 +186,7 @@ for (const backend of [sqliteBackend(), postgresBackend('the ControlPlaneStore c
         const fireAt = T0 + minute;
         expect(await store.schedules.nextDueAt()).toBe(fireAt);
         expect((await store.schedules.listDue(fireAt, 10)).map((due) => due.scheduleId)).toEqual([schedule!.scheduleId]);
-        const claim = { scheduleId: schedule!.scheduleId, fireAt, nextFireAt: fireAt + minute, missed: 0, now: fireAt };
+        const claim = { scheduleId: schedule!.scheduleId, fireAt, nextFireAt: fireAt + minute, missed: 0, now: fireAt, maxActiveJobsPerAgent: 20 };
         const claims = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 ? other : store).schedules.claimFiring({ ...claim, jobId: `job_${i}` })));
         expect(claims.filter(Boolean)).toHaveLength(1);
         expect(await store.jobs.list(undefined, 10)).toHaveLength(1);
@@ -202,9 +203,23 @@ for (const backend of [sqliteBackend(), postgresBackend('the ControlPlaneStore c
         expect((await store.schedules.list('agent-a', 10))[0]).toMatchObject({ firedCount: 1, missedCount: 9, nextFireAt: T0 + 11 * minute });
       });
 
+      it("a firing that finds the agent's job queue full queues nothing and counts as missed", async () => {
+        const { schedule } = await ask(store, 'agent-a', 'createSchedule', { agentId: '', prompt: 'tick', cron: '* * * * *', at: '', timeZone: 'UTC' }, { schedulesAndJobs: { clock: () => T0 } });
+        await store.jobs.insert({ jobId: 'busy', agentId: 'agent-a', prompt: 'busy', canSpawnJobs: false, createdAt: T0 }, { maxQueuedPerAgent: 5 });
+        const claim = { scheduleId: schedule!.scheduleId, fireAt: T0 + minute, nextFireAt: T0 + 2 * minute, missed: 0, now: T0 + minute, jobId: 'job_full', maxActiveJobsPerAgent: 1 };
+        expect(await store.schedules.claimFiring(claim)).toBeUndefined();
+        expect(await store.schedules.get(schedule!.scheduleId)).toMatchObject({ firedCount: 0, missedCount: 1, nextFireAt: T0 + 2 * minute });
+        expect(await store.jobs.get('job_full')).toBeUndefined();
+        // The next firing, with room again, queues its job.
+        expect(await store.schedules.claimFiring({ ...claim, fireAt: T0 + 2 * minute, nextFireAt: T0 + 3 * minute, maxActiveJobsPerAgent: 5, jobId: 'job_ok' })).toMatchObject({ jobId: 'job_ok' });
+        expect(await store.schedules.nextDueAt(['agent-b'])).toBeUndefined();
+        expect(await store.schedules.nextDueAt(['agent-a'])).toBe(T0 + 3 * minute);
+        expect(await store.schedules.listDue(T0 + 3 * minute, 10, ['agent-b'])).toEqual([]);
+      });
+
       it('deletes a schedule and keeps the jobs its firings queued', async () => {
         const { schedule } = await ask(store, 'agent-a', 'createSchedule', { agentId: '', prompt: 'tick', cron: '* * * * *', at: '', timeZone: 'UTC' }, { schedulesAndJobs: { clock: () => T0 } });
-        await store.schedules.claimFiring({ scheduleId: schedule!.scheduleId, fireAt: T0 + minute, nextFireAt: T0 + 2 * minute, missed: 0, now: T0 + minute, jobId: 'job_1' });
+        await store.schedules.claimFiring({ scheduleId: schedule!.scheduleId, fireAt: T0 + minute, nextFireAt: T0 + 2 * minute, missed: 0, now: T0 + minute, jobId: 'job_1', maxActiveJobsPerAgent: 20 });
         expect(await store.schedules.delete(schedule!.scheduleId)).toMatchObject({ scheduleId: schedule!.scheduleId, firedCount: 1 });
         expect(await store.schedules.delete(schedule!.scheduleId)).toBeUndefined();
         expect(await store.schedules.get(schedule!.scheduleId)).toBeUndefined();
@@ -217,7 +232,7 @@ for (const backend of [sqliteBackend(), postgresBackend('the ControlPlaneStore c
 
       it('claims the oldest queued job within the per-agent cap, finishes, cancels and requeues', async () => {
         for (const [id, agent] of [['j1', 'a'], ['j2', 'a'], ['j3', 'b']] as const) await store.jobs.insert(job(id, agent), { maxQueuedPerAgent: 5 });
-        const claim = () => store.jobs.claimNext({ agentIds: ['a', 'b'], maxRunningPerAgent: 1, now: T0 + 1 });
+        const claim = () => store.jobs.claimNext({ agentIds: ['a', 'b'], maxRunningPerAgent: 1, now: T0 + 1, owner: OWNER });
         expect(await claim()).toMatchObject({ jobId: 'j1', status: 'running', attempts: 1, startedAt: T0 + 1 });
         expect(await claim()).toMatchObject({ jobId: 'j3' });
         expect(await claim()).toBeUndefined();
@@ -233,8 +248,11 @@ for (const backend of [sqliteBackend(), postgresBackend('the ControlPlaneStore c
         // (SQLite requeues it at start; PostgreSQL's store handed its claim back at close).
         await store.close();
         store = await location.open({ now });
-        await store.jobs.requeueRunning(['a', 'b']);
-        const again = await eventually(() => store.jobs.claimNext({ agentIds: ['a', 'b'], maxRunningPerAgent: 1, now: T0 + 5 }));
+        // The runner that held it is gone (SQLite: requeued at start; PostgreSQL: its claim was also handed back at close).
+        expect(await store.jobs.runningOwners(['a', 'b'])).toEqual([OWNER]);
+        expect(await store.jobs.requeueRunning({ agentIds: ['a', 'b'], owners: [] })).toBe(0);
+        expect(await store.jobs.requeueRunning({ agentIds: ['a', 'b'], owners: [OWNER] })).toBe(1);
+        const again = await eventually(() => store.jobs.claimNext({ agentIds: ['a', 'b'], maxRunningPerAgent: 1, now: T0 + 5, owner: OWNER }));
         expect(again).toMatchObject({ jobId: 'j3', status: 'running', attempts: 2 });
       });
 
@@ -242,12 +260,12 @@ for (const backend of [sqliteBackend(), postgresBackend('the ControlPlaneStore c
         const other = await second();
         for (let i = 0; i < 8; i++) await store.jobs.insert(job(`j${i}`, `agent-${i}`), { maxQueuedPerAgent: 5 });
         const agentIds = Array.from({ length: 8 }, (_, i) => `agent-${i}`);
-        const claims = await Promise.all(Array.from({ length: 12 }, (_, i) => (i % 2 ? other : store).jobs.claimNext({ agentIds, maxRunningPerAgent: 1, now: T0 })));
+        const claims = await Promise.all(Array.from({ length: 12 }, (_, i) => (i % 2 ? other : store).jobs.claimNext({ agentIds, maxRunningPerAgent: 1, now: T0, owner: OWNER })));
         const ids = claims.filter((claim) => claim !== undefined).map((claim) => claim.jobId);
         expect(new Set(ids).size).toBe(ids.length);
         // Whatever lost a race now, the rest is still there to claim: nothing is lost.
         while (ids.length < 8) {
-          const more = await eventually(() => store.jobs.claimNext({ agentIds, maxRunningPerAgent: 1, now: T0 }));
+          const more = await eventually(() => store.jobs.claimNext({ agentIds, maxRunningPerAgent: 1, now: T0, owner: OWNER }));
           if (!more) break;
           ids.push(more.jobId);
         }
@@ -261,14 +279,14 @@ for (const backend of [sqliteBackend(), postgresBackend('the ControlPlaneStore c
         const survivor = await second();
         // pg-boss sets a claim's expiry when the job is queued: the fleet shares one setting.
         await dying.jobs.insert(job('j-orphan', 'a'), { maxQueuedPerAgent: 5 });
-        expect(await dying.jobs.claimNext({ agentIds: ['a'], maxRunningPerAgent: 2, now: T0 })).toMatchObject({ jobId: 'j-orphan', attempts: 1 });
+        expect(await dying.jobs.claimNext({ agentIds: ['a'], maxRunningPerAgent: 2, now: T0, owner: OWNER })).toMatchObject({ jobId: 'j-orphan', attempts: 1 });
         // The dying controller never finishes nor closes; its claim is not free before it expires.
-        expect(await survivor.jobs.claimNext({ agentIds: ['a'], maxRunningPerAgent: 2, now: T0 })).toBeUndefined();
-        const again = await eventually(() => survivor.jobs.claimNext({ agentIds: ['a'], maxRunningPerAgent: 2, now: T0 + 1 }));
+        expect(await survivor.jobs.claimNext({ agentIds: ['a'], maxRunningPerAgent: 2, now: T0, owner: OWNER })).toBeUndefined();
+        const again = await eventually(() => survivor.jobs.claimNext({ agentIds: ['a'], maxRunningPerAgent: 2, now: T0 + 1, owner: OWNER }));
         expect(again).toMatchObject({ jobId: 'j-orphan', status: 'running', attempts: 2 });
         expect(await survivor.jobs.finish('j-orphan', { status: 'succeeded', finalText: 'ok', error: '', now: T0 + 2 })).toBe(true);
         // Recorded once: the finished job is not claimable again.
-        expect(await store.jobs.claimNext({ agentIds: ['a'], maxRunningPerAgent: 2, now: T0 })).toBeUndefined();
+        expect(await store.jobs.claimNext({ agentIds: ['a'], maxRunningPerAgent: 2, now: T0, owner: OWNER })).toBeUndefined();
         expect(await store.jobs.get('j-orphan')).toMatchObject({ status: 'succeeded', attempts: 2 });
       }, 60_000);
 
