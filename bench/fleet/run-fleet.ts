@@ -1,0 +1,213 @@
+/**
+ * The fleet simulation: `controllers` real `serve` processes sharing one throwaway PostgreSQL,
+ * `agents` agent ids spread over `sidecars` real sidecar processes, each agent given a background
+ * job, some a one-off schedule and some a two-task workflow, all played by each controller's own
+ * embedded model. With `chaos`, once a third of the work is done one controller is SIGKILLed and
+ * another SIGTERMed and started again. The report is read from the database afterwards.
+ */
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import pg from 'pg';
+import { controlPlaneClient } from '../../test/fixtures/control-plane-client.js';
+import { startPostgresCluster, type PostgresCluster } from '../../test/fixtures/postgres-cluster.js';
+import { startSidecar, type StartedSidecar } from '../../test/fixtures/start-sidecar.js';
+
+/** What to simulate. */
+export interface FleetOptions {
+  controllers: number;
+  agents: number;
+  sidecars: number;
+  /** Every n-th agent also gets a one-off schedule (0: none). */
+  scheduleEvery: number;
+  /** Every n-th agent also gets a two-task workflow (0: none). */
+  workflowEvery: number;
+  chaos: boolean;
+  /** The bound on the whole run (default 10 min). */
+  timeoutMs?: number;
+  /** Reuse a cluster (the bench runs several fleets on one). */
+  cluster?: PostgresCluster;
+  log?: (line: string) => void;
+}
+
+/** What the database says once the work is done. */
+export interface FleetReport {
+  controllers: number;
+  agents: number;
+  wallMs: number;
+  /** Job turns (schedule firings included) and workflow task attempts that committed. */
+  taskTurns: number;
+  turnsPerSecond: number;
+  workflows: { total: number; succeeded: number };
+  jobs: { total: number; succeeded: number; lost: number; ranMoreThanOnce: number };
+  schedules: { total: number; fired: number; firedTwice: number };
+  tasksCommittedTwice: number;
+  /** Jobs finished per controller (by its runner id's pid), in start order; restarted ones count separately. */
+  spread: Record<string, number>;
+  killed?: string;
+  restarted?: string;
+}
+
+const sampleWorkspace = join(import.meta.dirname, '..', '..', 'controller', 'sample-workspace');
+const schema = JSON.stringify({ type: 'object', properties: { summary: { type: 'string' } }, required: ['summary'] });
+
+/**
+ * Runs one fleet to completion and reports it. Every process it starts is stopped before it returns.
+ *
+ * @throws Error when the work does not finish within `timeoutMs` (with the counts so far).
+ */
+export async function runFleet(options: FleetOptions): Promise<FleetReport> {
+  const log = options.log ?? (() => undefined);
+  const dir = mkdtempSync(join(tmpdir(), 'fleet-'));
+  const ownCluster = options.cluster ? undefined : await startPostgresCluster();
+  const cluster = options.cluster ?? ownCluster!;
+  const sidecars: StartedSidecar[] = [];
+  const serves: Array<StartedSidecar | undefined> = [];
+  let db: pg.Client | undefined;
+  try {
+    const url = await cluster.createDatabase(`fleet_${process.pid}_${Date.now() % 1_000_000}_${options.controllers}`);
+    for (let i = 0; i < options.sidecars; i++) {
+      const workspace = join(dir, `workspace-${i}`);
+      cpSync(sampleWorkspace, workspace, { recursive: true });
+      sidecars.push(await startSidecar({ args: ['--listen', '127.0.0.1:0', '--workspace', workspace, '--state-dir', join(dir, `state-${i}`)], timeoutMs: 60_000 }));
+    }
+    const agentIds = Array.from({ length: options.agents }, (_, i) => `agent-${String(i).padStart(4, '0')}`);
+    const agentsFile = join(dir, 'agents.json');
+    writeFileSync(agentsFile, JSON.stringify(Object.fromEntries(agentIds.map((id, i) => [id, { address: sidecars[i % sidecars.length]!.address }]))));
+    const startServe = () =>
+      startSidecar({
+        entry: 'controller/control-plane-main.ts',
+        args: ['serve', '--listen', '127.0.0.1:0', '--database', url, '--agents', agentsFile, '--claim-expiry-s', '8', '--grace-ms', '3000', '--embedded'],
+        env: { OPENAI_API_KEY: '', OPENAI_BASE_URL: '', DATABASE_URL: '' },
+        timeoutMs: 90_000,
+      });
+    // One at a time: pg-boss and the store migrate once, the others find it done.
+    for (let i = 0; i < options.controllers; i++) serves.push(await startServe());
+    /** Every controller process ever started, by the pids under it (tsx runs it in a node child): a runner id is host:pid:random. */
+    const labelled: Array<{ label: string; pids: number[] }> = serves.map((serve, i) => ({ label: `controller ${i}`, pids: processTree(serve!.child.pid!) }));
+    log(`fleet: ${options.controllers} controllers, ${options.agents} agents over ${options.sidecars} sidecars`);
+
+    db = new pg.Client({ connectionString: url });
+    await db.connect();
+    const started = performance.now();
+    const clients = serves.map((serve) => controlPlaneClient(serve!.address));
+    let expectedJobs = 0;
+    let expectedSchedules = 0;
+    let expectedWorkflows = 0;
+    const soon = new Date(Date.now() + 4_000).toISOString();
+    await Promise.all(
+      agentIds.map(async (agentId, i) => {
+        const via = clients[i % clients.length]!;
+        await via.startJob({ agentId, prompt: `fleet job of ${agentId}` });
+        expectedJobs++;
+        if (options.scheduleEvery > 0 && i % options.scheduleEvery === 0) {
+          await via.createSchedule({ agentId, prompt: `fleet schedule of ${agentId}`, at: soon });
+          expectedSchedules++;
+        }
+        if (options.workflowEvery > 0 && i % options.workflowEvery === 0) {
+          await via.startWorkflow({
+            agentId,
+            definition: {
+              name: `fleet workflow of ${agentId}`,
+              maxParallel: 2,
+              tasks: [
+                { id: 'first', prompt: 'Summarise the project in one line.', resultSchemaJson: schema, dependsOn: [], maxAttempts: 3 },
+                { id: 'second', prompt: 'Summarise the first summary.', resultSchemaJson: schema, dependsOn: ['first'], maxAttempts: 3 },
+              ],
+            },
+          });
+          expectedWorkflows++;
+        }
+      }),
+    );
+    for (const c of clients) c.close();
+    log(`fleet: submitted ${expectedJobs} jobs, ${expectedSchedules} schedules, ${expectedWorkflows} workflows in ${Math.round(performance.now() - started)} ms`);
+
+    const expectedTurns = expectedJobs + expectedSchedules + expectedWorkflows * 2;
+    const doneTurns = async () => {
+      const { rows } = await db!.query<{ jobs: string; tasks: string; running: string }>(
+        `SELECT (SELECT count(*) FROM jobs WHERE status IN ('succeeded', 'failed', 'cancelled')) AS jobs,
+                (SELECT count(*) FROM workflow_results) AS tasks,
+                (SELECT count(*) FROM workflow_runs WHERE state = 'running') AS running`,
+      );
+      return { turns: Number(rows[0]!.jobs) + Number(rows[0]!.tasks), runningRuns: Number(rows[0]!.running) };
+    };
+    let killed: string | undefined;
+    let restarted: string | undefined;
+    const deadline = Date.now() + (options.timeoutMs ?? 600_000);
+    for (;;) {
+      const progress = await doneTurns();
+      if (progress.turns >= expectedTurns && progress.runningRuns === 0) break;
+      if (Date.now() > deadline) throw new Error(`the fleet did not finish in time: ${progress.turns} of ${expectedTurns} turns, ${progress.runningRuns} runs still running`);
+      if (options.chaos && killed === undefined && serves.length >= 3 && progress.turns >= expectedTurns / 3) {
+        killed = `controller 0 SIGKILLed at ${progress.turns}/${expectedTurns} turns`;
+        log(`fleet: ${killed}`);
+        await serves[0]!.stop('SIGKILL');
+        serves[0] = undefined;
+        const code = await serves[1]!.stop('SIGTERM');
+        serves[1] = await startServe();
+        labelled.push({ label: 'controller 1 (restarted)', pids: processTree(serves[1].child.pid!) });
+        restarted = `controller 1 SIGTERMed (exit ${code}) and started again`;
+        log(`fleet: ${restarted}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    const wallMs = performance.now() - started;
+
+    const one = async (text: string) => Number((await db!.query<{ n: string }>(text)).rows[0]!.n);
+    const owners = await db.query<{ owner: string; n: string }>(`SELECT owner, count(*) AS n FROM jobs WHERE status = 'succeeded' GROUP BY owner`);
+    const spread: Record<string, number> = {};
+    for (const row of owners.rows) {
+      const pid = Number(row.owner?.split(':').at(-2));
+      const label = labelled.find((entry) => entry.pids.includes(pid))?.label ?? `runner ${row.owner}`;
+      spread[label] = (spread[label] ?? 0) + Number(row.n);
+    }
+    const report: FleetReport = {
+      controllers: options.controllers,
+      agents: options.agents,
+      wallMs,
+      taskTurns: expectedTurns,
+      turnsPerSecond: expectedTurns / (wallMs / 1000),
+      workflows: { total: await one('SELECT count(*) AS n FROM workflow_runs'), succeeded: await one("SELECT count(*) AS n FROM workflow_runs WHERE state = 'succeeded'") },
+      jobs: {
+        total: await one('SELECT count(*) AS n FROM jobs'),
+        succeeded: await one("SELECT count(*) AS n FROM jobs WHERE status = 'succeeded'"),
+        lost: expectedJobs + expectedSchedules - (await one("SELECT count(*) AS n FROM jobs WHERE status = 'succeeded'")),
+        ranMoreThanOnce: await one('SELECT count(*) AS n FROM jobs WHERE attempts > 1'),
+      },
+      schedules: {
+        total: await one('SELECT count(*) AS n FROM schedules'),
+        fired: await one('SELECT count(DISTINCT schedule_id) AS n FROM schedule_firings'),
+        firedTwice: await one('SELECT count(*) AS n FROM (SELECT schedule_id FROM jobs WHERE schedule_id IS NOT NULL GROUP BY schedule_id HAVING count(*) > 1) AS twice'),
+      },
+      tasksCommittedTwice: await one(
+        "SELECT count(*) AS n FROM (SELECT run_id, task_id FROM workflow_attempts WHERE outcome = 'committed' GROUP BY run_id, task_id HAVING count(*) > 1) AS twice",
+      ),
+      spread,
+      ...(killed ? { killed } : {}),
+      ...(restarted ? { restarted } : {}),
+    };
+    return report;
+  } finally {
+    await db?.end().catch(() => undefined);
+    for (const serve of serves) await serve?.stop('SIGKILL');
+    for (const sidecar of sidecars) await sidecar.stop('SIGKILL');
+    await ownCluster?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A process and its descendants' pids (ps, Linux). */
+function processTree(pid: number): number[] {
+  const all = [pid];
+  for (let i = 0; i < all.length; i++) {
+    try {
+      const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(all[i])], { encoding: 'utf8' });
+      all.push(...children.split('\n').map((line) => Number(line.trim())).filter((n) => n > 0));
+    } catch {
+      // no children
+    }
+  }
+  return all;
+}
