@@ -9,6 +9,7 @@ const suites: Array<[string, () => Promise<{ run: BenchSuite }>]> = [
   ['controller', () => import('./suites/controller.js')],
   ['workflows', () => import('./suites/workflows.js')],
   ['schedules', () => import('./suites/schedules.js')],
+  ['fleet', () => import('./suites/fleet.js')],
 ];
 
 function format(value: number): string {
