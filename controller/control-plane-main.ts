@@ -1,12 +1,15 @@
 // `npm run controller -- COMMAND ...`: the control plane's commands. Wiring only: each command is
-// one line of the table below, its code in controller/control-plane/cli/.
+// one line of the table below, its code in controller/control-plane/.
+// (Merged in h1-turn-reverse: h2a's command table, h2b's serve and its signal handling.)
 import type { CliIo } from './cli.js';
 import { runWorkflowRunCommand } from './control-plane/cli/workflow-run-command.js';
+import { runServe } from './control-plane/serve/run-serve.js';
 
 type Command = (args: string[], io: CliIo) => Promise<number>;
 
 const commands: Record<string, Command> = {
   'workflow run': runWorkflowRunCommand,
+  serve: (args, io) => runServe({ ...io, argv: args }),
 };
 
 const usage = `Usage: npm run controller -- COMMAND [options]
@@ -19,10 +22,10 @@ ${Object.keys(commands)
 Run a command with --help for its options.`;
 
 const controller = new AbortController();
-const onSignal = () => {
-  if (controller.signal.aborted) process.exit(130);
-  process.stderr.write('\nstopping (again to force)\n');
-  controller.abort(new Error('interrupted'));
+const onSignal = (signal: NodeJS.Signals) => {
+  if (controller.signal.aborted) return;
+  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'info', msg: `${signal}: stopping` })}\n`);
+  controller.abort(new Error(signal));
 };
 process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
@@ -47,3 +50,5 @@ if (!name) {
 }
 process.off('SIGINT', onSignal);
 process.off('SIGTERM', onSignal);
+// Everything is closed by now; a handle some library left open must not keep the process up.
+setTimeout(() => process.exit(), 2_000).unref();

@@ -3,6 +3,8 @@
  * released: a change is a new entry at the end, with the next version. `openSqliteStore` applies the
  * ones newer than the database's `user_version`, each in its own transaction.
  */
+import { scheduleJobMigration } from './schedule-job-migrations.js';
+
 export interface SqliteMigration {
   version: number;
   name: string;
@@ -65,4 +67,5 @@ export const migrations: readonly SqliteMigration[] = [
       );
     `,
   },
+  { version: 2, ...scheduleJobMigration },
 ];

@@ -6,6 +6,8 @@ import { ControlPlaneError } from '../../control-plane-error.js';
 import type { ControlPlaneStore } from '../control-plane-store.js';
 import { migrations, type SqliteMigration } from './migrations.js';
 import { createSqliteWorkflowStore } from './sqlite-workflow-store.js';
+import { createSqliteJobStore } from './sqlite-job-store.js';
+import { createSqliteScheduleStore } from './sqlite-schedule-store.js';
 
 /** The database file's name inside the data dir. */
 export const STORE_FILE_NAME = 'control-plane.sqlite';
@@ -65,8 +67,8 @@ export async function openSqliteStore(options: OpenSqliteStoreOptions): Promise<
   return {
     location,
     workflows: createSqliteWorkflowStore(context),
-    schedules: {},
-    jobs: {},
+    schedules: createSqliteScheduleStore(db),
+    jobs: createSqliteJobStore(db),
     approvals: {},
     async close() {
       if (closed) return;
