@@ -2,6 +2,7 @@
 // one line of the table below, its code in controller/control-plane/.
 // (Merged in h1-turn-reverse: h2a's command table, h2b's serve and its signal handling.)
 import type { CliIo } from './cli.js';
+import { runApprovalsCommand } from './control-plane/approvals/approvals-command.js';
 import { runWorkflowRunCommand } from './control-plane/cli/workflow-run-command.js';
 import { runServe } from './control-plane/serve/run-serve.js';
 
@@ -10,6 +11,7 @@ type Command = (args: string[], io: CliIo) => Promise<number>;
 const commands: Record<string, Command> = {
   'workflow run': runWorkflowRunCommand,
   serve: (args, io) => runServe({ ...io, argv: args }),
+  approvals: runApprovalsCommand,
 };
 
 const usage = `Usage: npm run controller -- COMMAND [options]
