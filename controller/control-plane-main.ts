@@ -3,13 +3,14 @@
 // (Merged in h1-turn-reverse: h2a's command table, h2b's serve and its signal handling.)
 import type { CliIo } from './cli.js';
 import { runApprovalsCommand } from './control-plane/approvals/approvals-command.js';
-import { runWorkflowRunCommand } from './control-plane/cli/workflow-run-command.js';
+import { runWorkflowResumeCommand, runWorkflowRunCommand } from './control-plane/cli/workflow-run-command.js';
 import { runServe } from './control-plane/serve/run-serve.js';
 
 type Command = (args: string[], io: CliIo) => Promise<number>;
 
 const commands: Record<string, Command> = {
   'workflow run': runWorkflowRunCommand,
+  'workflow resume': runWorkflowResumeCommand,
   serve: (args, io) => runServe({ ...io, argv: args }),
   approvals: runApprovalsCommand,
 };
