@@ -1,6 +1,5 @@
 // `npm run controller -- COMMAND ...`: the control plane's commands. Wiring only: each command is
 // one line of the table below, its code in controller/control-plane/.
-// (Merged in h1-turn-reverse: h2a's command table, h2b's serve and its signal handling.)
 import type { CliIo } from './cli.js';
 import { runApprovalsCommand } from './control-plane/approvals/approvals-command.js';
 import { runWorkflowResumeCommand, runWorkflowRunCommand } from './control-plane/cli/workflow-run-command.js';
@@ -25,10 +24,10 @@ ${Object.keys(commands)
 Run a command with --help for its options.`;
 
 const controller = new AbortController();
-const onSignal = (signal: NodeJS.Signals) => {
-  if (controller.signal.aborted) return;
-  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'info', msg: `${signal}: stopping` })}\n`);
-  controller.abort(new Error(signal));
+const onSignal = () => {
+  if (controller.signal.aborted) process.exit(130);
+  process.stderr.write('\nstopping (again to force)\n');
+  controller.abort(new Error('interrupted'));
 };
 process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
@@ -53,5 +52,3 @@ if (!name) {
 }
 process.off('SIGINT', onSignal);
 process.off('SIGTERM', onSignal);
-// Everything is closed by now; a handle some library left open must not keep the process up.
-setTimeout(() => process.exit(), 2_000).unref();

@@ -20,6 +20,8 @@ export interface Firing {
 /** Options of the scheduler. */
 export interface SchedulerOptions {
   schedules: ScheduleStore;
+  /** Only these agents' schedules fire here (the ones this process can run turns for); every agent's when absent. */
+  agentIds?: readonly string[];
   /** Called once per claimed firing (after its claim is committed); typically wakes the job runner. */
   onFired: (firing: Firing) => void;
   /** The longest sleep between store checks, so schedules written by another process are seen (default 1 s). */
@@ -73,7 +75,7 @@ export class Scheduler {
     const fired: Firing[] = [];
     for (;;) {
       const now = this.#clock();
-      const due = await schedules.listDue(now, batchSize);
+      const due = await schedules.listDue(now, batchSize, this.#options.agentIds);
       for (const schedule of due) {
         if (this.#closed || schedule.nextFireAt === undefined) continue;
         const fireAt = schedule.nextFireAt;
@@ -103,7 +105,7 @@ export class Scheduler {
       let delay = pollMs;
       try {
         await this.fireDue();
-        const next = await this.#options.schedules.nextDueAt();
+        const next = await this.#options.schedules.nextDueAt(this.#options.agentIds);
         if (next !== undefined) delay = Math.min(pollMs, Math.max(0, next - this.#clock()));
       } catch (error) {
         logger.error('the scheduler could not read the store; retrying', { error: errorMessage(error) });

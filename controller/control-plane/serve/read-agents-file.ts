@@ -11,12 +11,12 @@ export type AgentSidecarEntry =
 /** The most agents one `serve` process takes. */
 export const MAX_AGENTS = 256;
 
-const agentId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, 'an agent id is 1-128 letters, digits, ".", "_" or "-", starting with a letter or digit');
+const AGENT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 const entry = z.union([
   z.strictObject({ address: z.string().min(1).max(512), tokenFile: z.string().min(1).max(4096).optional() }),
   z.strictObject({ workspace: z.string().min(1).max(4096), stateDir: z.string().min(1).max(4096).optional() }),
 ]);
-const file = z.record(agentId, entry);
+const file = z.record(z.string(), entry);
 
 /**
  * Reads `serve --agents FILE`: a JSON object mapping each agent id to its sidecar, either
@@ -50,6 +50,10 @@ export async function readAgentsFile(path: string): Promise<Map<string, AgentSid
     );
   }
   const ids = Object.keys(parsed.data);
+  const badId = ids.find((id) => !AGENT_ID.test(id));
+  if (badId !== undefined) {
+    throw new ToolRuntimeError('invalid_request', `the agents file ${path} names agent "${badId}": an agent id is 1-128 letters, digits, ".", "_" or "-", starting with a letter or digit`);
+  }
   if (ids.length === 0) throw new ToolRuntimeError('invalid_request', `the agents file ${path} names no agent`);
   if (ids.length > MAX_AGENTS) throw new ToolRuntimeError('invalid_request', `the agents file ${path} names ${ids.length} agents; at most ${MAX_AGENTS}`);
   const base = dirname(resolve(path));

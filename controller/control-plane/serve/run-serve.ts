@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { createJsonLogger, errorMessage } from '../../../src/index.js';
+import { createJsonLogger, errorMessage, type Logger } from '../../../src/index.js';
 import type { ControlReply, ControlRequest } from '../../../src/gen/toolruntime/v1/control_plane.js';
 import { startEmbeddedModel, EMBEDDED_MODEL_NAME } from '../../model/embedded-model.js';
 import { createOpenAIResponsesModel } from '../../model/openai-responses-model.js';
@@ -10,8 +10,11 @@ import { createControlPlaneServer } from '../grpc/control-plane-server.js';
 import { JobRunner } from '../jobs/job-runner.js';
 import { Scheduler } from '../schedules/scheduler.js';
 import { openSqliteStore } from '../store/sqlite/open-sqlite-store.js';
+import { sidecarTaskTurns } from '../workflows/sidecar-task-turns.js';
+import { WorkflowRunner } from '../workflows/workflow-runner.js';
 import { AgentSidecars } from './agent-sidecars.js';
 import { readAgentsFile } from './read-agents-file.js';
+import { resumeAgentWorkflows } from './resume-agent-workflows.js';
 import { parseServeOptions, SERVE_USAGE, type ServeOptions } from './serve-options.js';
 import { sidecarJobTurns } from './sidecar-job-turns.js';
 
@@ -59,7 +62,9 @@ export async function runServe(io: ServeIo): Promise<number> {
     cleanups.push(() => sidecars.close());
     const model = await createModel(options, cleanups);
 
-    const hooks: ControlHooks = {};
+    const turnOptions = { toolSearch: options.model.toolSearch, flattenNamespaces: options.model.flattenNamespaces, maxModelCalls: options.model.maxModelCalls };
+    const workflowRunner = new WorkflowRunner({ store, model, openTaskTurn: sidecarTaskTurns((agentId) => sidecars.clientFor(agentId)), turnOptions, logger });
+    const hooks: ControlHooks = { workflowRunner };
     const jobRunner = new JobRunner({
       jobs: store.jobs,
       agentIds: sidecars.agentIds,
@@ -73,11 +78,11 @@ export async function runServe(io: ServeIo): Promise<number> {
         ...(options.approve !== 'never'
           ? { approvals: { policy: { mode: options.approve === 'all' ? 'not_read_only' : 'destructive' }, expiresAfterMs: options.approvalTimeoutMs } }
           : {}),
-        turnOptions: { toolSearch: options.model.toolSearch, flattenNamespaces: options.model.flattenNamespaces, maxModelCalls: options.model.maxModelCalls },
+        turnOptions,
         logger,
       }),
     });
-    const scheduler = new Scheduler({ schedules: store.schedules, onFired: () => jobRunner.wake(), logger });
+    const scheduler = new Scheduler({ schedules: store.schedules, agentIds: sidecars.agentIds, onFired: () => jobRunner.wake(), logger });
     hooks.schedulesAndJobs = {
       onScheduleChanged: () => scheduler.wake(),
       onJobQueued: () => jobRunner.wake(),
@@ -96,8 +101,11 @@ export async function runServe(io: ServeIo): Promise<number> {
     cleanups.push(() => server.close({ graceMs: 1_000 }));
     const address = await server.listen(options.listen);
     const { resumed } = await jobRunner.start();
+    const resumedRuns = await resumeAgentWorkflows(store, workflowRunner, known);
+    // Runs started by another process (an npm start turn) or freed by a runner that died.
+    const pickup = startPicking(() => resumeAgentWorkflows(store, workflowRunner, known), logger);
     scheduler.start();
-    io.stdout.write(`${JSON.stringify({ event: 'listening', address, dataDir: options.dataDir, agents: sidecars.agentIds, resumedJobs: resumed })}\n`);
+    io.stdout.write(`${JSON.stringify({ event: 'listening', address, dataDir: options.dataDir, agents: sidecars.agentIds, resumedJobs: resumed, resumedWorkflowRuns: resumedRuns.length })}\n`);
     logger.info('controller serving', { address, store: store.location, agents: sidecars.agentIds, auth: token !== undefined });
 
     await new Promise<void>((resolve) => {
@@ -105,8 +113,10 @@ export async function runServe(io: ServeIo): Promise<number> {
       io.signal.addEventListener('abort', () => resolve(), { once: true });
     });
     logger.info('shutting down: no new work; running turns get the grace', { graceMs: options.graceMs, runningJobs: jobRunner.runningCount });
-    await scheduler.close();
-    await Promise.all([server.close({ graceMs: 1_000 }), jobRunner.close({ graceMs: options.graceMs })]);
+    await Promise.all([scheduler.close(), pickup.stop()]);
+    // Workflow task turns stop at once (their attempt is logged interrupted and runs again at the
+    // next start, not counted against max_attempts); job turns get the grace.
+    await Promise.all([server.close({ graceMs: 1_000 }), workflowRunner.close(), jobRunner.close({ graceMs: options.graceMs })]);
     logger.info('controller stopped');
     return 0;
   } catch (error) {
@@ -141,4 +151,18 @@ async function readToken(path: string): Promise<string> {
   })).split('\n')[0]?.trim() ?? '';
   if (token === '') throw new Error(`the token file ${path} is empty`);
   return token;
+}
+
+/** Calls `pick` every `everyMs` (one call at a time) until stopped; failures are logged. */
+function startPicking(pick: () => Promise<unknown>, logger: Logger, everyMs = 2_000): { stop(): Promise<void> } {
+  let current: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    current = current.then(pick).catch((error: unknown) => logger.warn('could not pick up workflow runs', { error: errorMessage(error) }));
+  }, everyMs);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await current;
+    },
+  };
 }

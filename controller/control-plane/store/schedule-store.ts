@@ -62,10 +62,10 @@ export interface ScheduleStore {
   get(scheduleId: string): Promise<ScheduleRecord | undefined>;
   /** Deletes the schedule and returns it as it was; undefined when there is none. Its firings' jobs are kept. */
   delete(scheduleId: string): Promise<ScheduleRecord | undefined>;
-  /** The earliest `nextFireAt` of any schedule, or undefined when nothing is scheduled. */
-  nextDueAt(): Promise<number | undefined>;
-  /** Schedules due at `now` (nextFireAt <= now), earliest first, at most `limit`. */
-  listDue(now: number, limit: number): Promise<ScheduleRecord[]>;
+  /** The earliest `nextFireAt` of the schedules of `agentIds` (every agent's when undefined), or undefined when none is left. */
+  nextDueAt(agentIds?: readonly string[]): Promise<number | undefined>;
+  /** Schedules of `agentIds` (every agent's when undefined) due at `now` (nextFireAt <= now), earliest first, at most `limit`. */
+  listDue(now: number, limit: number, agentIds?: readonly string[]): Promise<ScheduleRecord[]>;
   /**
    * Claims one firing, in one transaction: records the (schedule, fire time) firing (unique, so a
    * firing is claimed at most once whatever restarts or races happen), advances the schedule, and

@@ -35,18 +35,23 @@ export function toJobRecord(row: JobRow): JobRecord {
   };
 }
 
-/** Inserts a queued job row (inside the caller's transaction) and returns it. */
-export function insertJobRow(db: Database, job: NewJob & { scheduleId?: string }): JobRecord {
-  db.prepare(
+/** A function that inserts a queued job row (inside the caller's transaction) and returns it. */
+export function jobInserter(db: Database): (job: NewJob & { scheduleId?: string }) => JobRecord {
+  const insert = db.prepare(
     `INSERT INTO jobs (job_id, agent_id, prompt, status, can_spawn_jobs, schedule_id, created_at)
      VALUES (?, ?, ?, 'queued', ?, ?, ?)`,
-  ).run(job.jobId, job.agentId, job.prompt, job.canSpawnJobs ? 1 : 0, job.scheduleId ?? null, job.createdAt);
-  return toJobRecord(db.prepare('SELECT * FROM jobs WHERE job_id = ?').get(job.jobId) as JobRow);
+  );
+  const select = db.prepare('SELECT * FROM jobs WHERE job_id = ?');
+  return (job) => {
+    insert.run(job.jobId, job.agentId, job.prompt, job.canSpawnJobs ? 1 : 0, job.scheduleId ?? null, job.createdAt);
+    return toJobRecord(select.get(job.jobId) as JobRow);
+  };
 }
 
 /** The background jobs part of the SQLite store, over an open database that has the jobs table. */
 export function createSqliteJobStore(db: Database): JobStore {
   const selectOne = db.prepare('SELECT * FROM jobs WHERE job_id = ?');
+  const insertJobRow = jobInserter(db);
   const active = db.prepare("SELECT COUNT(*) AS n FROM jobs WHERE agent_id = ? AND status IN ('queued', 'running')");
   const insert = db.transaction((job: NewJob, maxQueued: number) => {
     const { n } = active.get(job.agentId) as { n: number };
@@ -56,7 +61,7 @@ export function createSqliteJobStore(db: Database): JobStore {
         `agent ${job.agentId} already has ${n} background jobs queued or running (at most ${maxQueued}); wait for one to finish or cancel one`,
       );
     }
-    return insertJobRow(db, job);
+    return insertJobRow(job);
   });
   const claimNext = db.transaction((agentIds: string[], maxRunning: number, now: number): JobRecord | undefined => {
     if (agentIds.length === 0) return undefined;

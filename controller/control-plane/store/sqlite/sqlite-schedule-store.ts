@@ -2,7 +2,7 @@ import type { Database } from 'better-sqlite3';
 import { ControlPlaneError } from '../../control-plane-error.js';
 import type { FiringClaim, NewSchedule, ScheduleRecord, ScheduleStore } from '../schedule-store.js';
 import type { JobRecord } from '../job-store.js';
-import { insertJobRow } from './sqlite-job-store.js';
+import { jobInserter } from './sqlite-job-store.js';
 
 interface ScheduleRow {
   schedule_id: string;
@@ -57,19 +57,20 @@ export function createSqliteScheduleStore(db: Database): ScheduleStore {
     db.prepare('DELETE FROM schedules WHERE schedule_id = ?').run(scheduleId);
     return toScheduleRecord(row);
   });
+  const insertJobRow = jobInserter(db);
+  const insertFiring = db.prepare('INSERT OR IGNORE INTO schedule_firings (schedule_id, fire_at, job_id, missed, claimed_at) VALUES (?, ?, ?, ?, ?)');
+  const advance = db.prepare(
+    `UPDATE schedules SET next_fire_at = ?, last_fired_at = ?, fired_count = fired_count + 1, missed_count = missed_count + ?
+     WHERE schedule_id = ?`,
+  );
   const claim = db.transaction((firing: FiringClaim): JobRecord | undefined => {
     const row = selectOne.get(firing.scheduleId) as ScheduleRow | undefined;
     if (!row || row.next_fire_at !== firing.fireAt) return undefined;
-    const claimed = db
-      .prepare('INSERT OR IGNORE INTO schedule_firings (schedule_id, fire_at, job_id, missed, claimed_at) VALUES (?, ?, ?, ?, ?)')
-      .run(firing.scheduleId, firing.fireAt, firing.jobId, firing.missed, firing.now);
+    const claimed = insertFiring.run(firing.scheduleId, firing.fireAt, firing.jobId, firing.missed, firing.now);
     if (claimed.changes === 0) return undefined;
-    db.prepare(
-      `UPDATE schedules SET next_fire_at = ?, last_fired_at = ?, fired_count = fired_count + 1, missed_count = missed_count + ?
-       WHERE schedule_id = ?`,
-    ).run(firing.nextFireAt ?? null, firing.now, firing.missed, firing.scheduleId);
+    advance.run(firing.nextFireAt ?? null, firing.now, firing.missed, firing.scheduleId);
     // A firing's turn may start jobs: it is the agent's own text turn, only started by the clock.
-    return insertJobRow(db, {
+    return insertJobRow({
       jobId: firing.jobId,
       agentId: row.agent_id,
       prompt: row.prompt,
@@ -78,6 +79,13 @@ export function createSqliteScheduleStore(db: Database): ScheduleStore {
       scheduleId: row.schedule_id,
     });
   });
+  // Agent filters travel as one JSON array parameter, so the statements are prepared once.
+  const due = db.prepare('SELECT * FROM schedules WHERE next_fire_at IS NOT NULL AND next_fire_at <= ? ORDER BY next_fire_at LIMIT ?');
+  const dueOf = db.prepare(
+    'SELECT * FROM schedules WHERE next_fire_at IS NOT NULL AND next_fire_at <= ? AND agent_id IN (SELECT value FROM json_each(?)) ORDER BY next_fire_at LIMIT ?',
+  );
+  const earliest = db.prepare('SELECT MIN(next_fire_at) AS at FROM schedules WHERE next_fire_at IS NOT NULL');
+  const earliestOf = db.prepare('SELECT MIN(next_fire_at) AS at FROM schedules WHERE next_fire_at IS NOT NULL AND agent_id IN (SELECT value FROM json_each(?))');
   return {
     async create(schedule, limits) {
       return create.immediate(schedule, limits.maxPerAgent);
@@ -97,14 +105,12 @@ export function createSqliteScheduleStore(db: Database): ScheduleStore {
     async delete(scheduleId) {
       return remove.immediate(scheduleId);
     },
-    async nextDueAt() {
-      const row = db.prepare('SELECT MIN(next_fire_at) AS at FROM schedules WHERE next_fire_at IS NOT NULL').get() as { at: number | null };
+    async nextDueAt(agentIds) {
+      const row = (agentIds ? earliestOf.get(JSON.stringify(agentIds)) : earliest.get()) as { at: number | null };
       return row.at ?? undefined;
     },
-    async listDue(now, limit) {
-      const rows = db
-        .prepare('SELECT * FROM schedules WHERE next_fire_at IS NOT NULL AND next_fire_at <= ? ORDER BY next_fire_at LIMIT ?')
-        .all(now, limit) as ScheduleRow[];
+    async listDue(now, limit, agentIds) {
+      const rows = (agentIds ? dueOf.all(now, JSON.stringify(agentIds), limit) : due.all(now, limit)) as ScheduleRow[];
       return rows.map(toScheduleRecord);
     },
     async claimFiring(firing) {

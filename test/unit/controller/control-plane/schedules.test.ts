@@ -76,6 +76,18 @@ describe('Scheduler over the SQLite store', () => {
     await store.close();
   });
 
+  it("fires only the schedules of the agents it is given: another agent's due schedule stays for a controller that runs it", async () => {
+    const store = await db.open();
+    for (const agent of ['agent-a', 'agent-b']) {
+      await ask(store, agent, 'createSchedule', { agentId: '', prompt: `for ${agent}`, cron: '', at: new Date(T0 + 1_000).toISOString(), timeZone: 'UTC' }, at(() => T0));
+    }
+    const fired = await new Scheduler({ schedules: store.schedules, agentIds: ['agent-a'], onFired: () => {}, clock: () => T0 + 2_000 }).fireDue();
+    expect(fired.map((firing) => firing.job.prompt)).toEqual(['for agent-a']);
+    expect(await store.schedules.nextDueAt(['agent-b'])).toBe(T0 + 1_000);
+    expect(await store.schedules.nextDueAt(['agent-a'])).toBeUndefined();
+    await store.close();
+  });
+
   it('records firings missed while down and runs one catch-up firing', async () => {
     let now = T0;
     const store = await db.open();
