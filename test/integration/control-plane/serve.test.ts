@@ -6,6 +6,7 @@ import { JobState, type Job } from '../../../src/gen/toolruntime/v1/control_plan
 import { startScriptedAgentModel, type ScriptedAgentModel } from '../../fakes/scripted-agent-model.js';
 import { askControlPlane, tempStore } from '../../fixtures/ask-control-plane.js';
 import { controlPlaneClient, until } from '../../fixtures/control-plane-client.js';
+import { startServe as startServeProcess } from '../../fixtures/start-serve.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'serve-test-'));
@@ -32,13 +33,11 @@ function agentsFile(extra: Record<string, unknown> = {}): string {
   return path;
 }
 
-/** Starts `npm run controller -- serve` as a real child process on the test's scripted model. */
+/** Starts `controller serve` as a real child process on the test's scripted model. */
 async function startServe(options: { dataDir: string; agents: string; args?: string[] }): Promise<StartedSidecar> {
-  const serve = await startSidecar({
-    entry: 'controller/control-plane-main.ts',
-    args: ['serve', '--listen', '127.0.0.1:0', '--data-dir', options.dataDir, '--agents', options.agents, '--base-url', model.baseURL, ...(options.args ?? [])],
+  const serve = await startServeProcess({
+    args: ['--listen', '127.0.0.1:0', '--data-dir', options.dataDir, '--agents', options.agents, '--base-url', model.baseURL, ...(options.args ?? [])],
     env: { OPENAI_API_KEY: '', OPENAI_BASE_URL: '' },
-    timeoutMs: 60_000,
   });
   started.push(serve);
   return serve;
