@@ -17,7 +17,8 @@ const commands: Record<string, (io: CommandIo) => Promise<number>> = {
 const USAGE = `Usage: npm run controller -- COMMAND [options]   (COMMAND --help for its options)
 
 Commands:
-  workflow run FILE.json | workflow resume RUN_ID    run one workflow to completion in this process`;
+  workflow run FILE.json | workflow resume RUN_ID    run one workflow to completion in this process
+  workflow list | show RUN_ID | cancel RUN_ID       read or cancel runs in the store, as an operator`;
 
 const controller = new AbortController();
 const onSignal = (signal: NodeJS.Signals) => {
