@@ -37,6 +37,19 @@ out): committed tasks are kept, tasks that were running run again as new attempt
 Exit status: 0 when the run succeeded; 1 when it failed, was cancelled or could not run; 2 on bad
 usage or an invalid workflow file (one line on stderr).`;
 
+/**
+ * `workflow run ...` and `workflow resume ...`: `io.argv` is what follows `workflow`. Returns the
+ * exit code (2 for an unknown subcommand).
+ */
+export async function runWorkflowCommand(io: CliIo): Promise<number> {
+  const [sub, ...args] = io.argv;
+  if (sub === 'run') return runWorkflowRunCommand(args, io);
+  if (sub === 'resume') return runWorkflowResumeCommand(args, io);
+  const help = sub === undefined || sub === '--help' || sub === '-h';
+  (help ? io.stdout : io.stderr).write(`${help ? '' : `error: unknown workflow command "${sub}"\n\n`}${WORKFLOW_RUN_USAGE}\n`);
+  return help ? 0 : 2;
+}
+
 /** Takes `--data-dir` (both spellings) out of `args`. */
 function takeDataDir(args: string[]): { dataDir?: string; rest: string[] } {
   const rest: string[] = [];
@@ -172,6 +185,10 @@ async function driveWorkflow(
       if (task.resultJson !== undefined) io.stdout.write(`${JSON.stringify({ task: task.taskId, result: JSON.parse(task.resultJson) as unknown })}\n`);
     }
     if (run?.state === 'succeeded') return 0;
+    if (run?.state === 'running') {
+      io.stderr.write(`error: the runner stopped before run ${runId} finished; \`workflow resume ${runId}\` finishes it\n`);
+      return 1;
+    }
     io.stderr.write(`error: workflow ${run?.state ?? 'lost'}: ${(run?.error ?? 'no reason given').split('\n')[0]}\n`);
     return 1;
   } catch (error) {

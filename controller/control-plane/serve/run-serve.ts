@@ -79,6 +79,7 @@ export async function runServe(io: ServeIo): Promise<number> {
           ? { approvals: { policy: { mode: options.approve === 'all' ? 'not_read_only' : 'destructive' }, expiresAfterMs: options.approvalTimeoutMs } }
           : {}),
         turnOptions,
+        maxTurnMs: options.jobTimeoutMs,
         logger,
       }),
     });

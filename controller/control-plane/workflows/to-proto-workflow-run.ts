@@ -18,8 +18,8 @@ const taskStates: Record<TaskState, WorkflowTaskState> = {
 };
 
 /**
- * A stored run as the proto's WorkflowRun. `withDetail: false` leaves out each task's prompt and
- * schema (lists stay small); committed results are always there.
+ * A stored run as the proto's WorkflowRun. `withDetail: false` leaves out each task's prompt,
+ * schema and committed result, so a list of many runs stays small; show one run for those.
  */
 export function toProtoWorkflowRun(run: WorkflowRunRecord, options: { withDetail?: boolean } = {}): WorkflowRun {
   const detail = options.withDetail ?? true;
@@ -38,7 +38,7 @@ export function toProtoWorkflowRun(run: WorkflowRunRecord, options: { withDetail
       attempts: task.attempts,
       maxAttempts: task.maxAttempts,
       dependsOn: task.dependsOn,
-      resultJson: task.resultJson ?? '',
+      resultJson: detail ? (task.resultJson ?? '') : '',
       error: task.error ?? '',
       prompt: detail ? task.prompt : '',
       resultSchemaJson: detail ? task.resultSchemaJson : '',

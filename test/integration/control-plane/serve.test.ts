@@ -182,9 +182,9 @@ describe('controller serve', () => {
     expect(await serve.stop('SIGTERM')).toBe(0);
   }, 120_000);
 
-  it("keeps another agent's workflow, schedule and job invisible and untouchable to this agent's tools", async () => {
+  it("keeps another agent's workflow, schedule and job invisible and untouchable to this agent's tools; a job turn is bounded", async () => {
     // The probe calls destructive tools (job_cancel, schedule_delete, workflow_cancel): no operator here to approve them.
-    const serve = await startServe({ dataDir: join(dir, 'data-isolation'), agents: agentsFile(), args: ['--grace-ms', '200', '--approve', 'never'] });
+    const serve = await startServe({ dataDir: join(dir, 'data-isolation'), agents: agentsFile(), args: ['--grace-ms', '200', '--job-timeout-ms', '8000', '--approve', 'never'] });
     const client = controlPlaneClient(serve.address);
     try {
       const schedule = (await client.createSchedule({ agentId: 'agent-a', prompt: 'a-daily', cron: '0 3 * * *' })).schedule!;
@@ -218,6 +218,9 @@ describe('controller serve', () => {
       expect((await client.listSchedules({ agentId: 'agent-a' })).schedules.map((s) => s.scheduleId)).toEqual([schedule.scheduleId]);
       expect((await client.showJob({ agentId: 'agent-a', jobId: job.jobId })).job!.state).not.toBe(JobState.JOB_STATE_CANCELLED);
       expect((await client.showWorkflow({ agentId: 'agent-a', runId: run.runId })).run!.state).not.toBe(4);
+      // A turn that never ends is bounded: the job fails with the reason.
+      const timedOut = await until(() => client.showJob({ agentId: 'agent-a', jobId: job.jobId }), (r) => r.job!.state === JobState.JOB_STATE_FAILED, 'the endless job to time out');
+      expect(timedOut.job!.error).toContain('ran past its 8000 ms bound');
     } finally {
       client.close();
     }
