@@ -23,7 +23,6 @@ const USAGE = `Usage: npm run controller -- COMMAND [options]   (COMMAND --help 
 Commands:
   workflow run FILE.json | workflow resume RUN_ID    run one workflow to completion in this process
   workflow list | show RUN_ID | cancel RUN_ID       read or cancel runs in the store, as an operator
-
   serve --agents FILE                                run schedules, background jobs and workflows, serve ControlPlaneService
   approvals list | approve ID | deny ID              the calls of job and scheduled turns waiting for a decision`;
 
