@@ -12,6 +12,7 @@ import { sidecarTaskTurns } from '../workflows/sidecar-task-turns.js';
 import { parseWorkflowFile, defaultWorkflowLimits } from '../workflows/validate-workflow-definition.js';
 import { WorkflowRunner, type WorkflowRunnerEvent } from '../workflows/workflow-runner.js';
 import { startAgentServices } from './start-agent-services.js';
+import { runWorkflowAdminCommand, WORKFLOW_ADMIN_USAGE } from './workflow-admin-commands.js';
 
 /** The `workflow run --help` text. */
 export const WORKFLOW_RUN_USAGE = `Usage: npm run controller -- workflow run FILE.json [options]
@@ -45,8 +46,9 @@ export async function runWorkflowCommand(io: CliIo): Promise<number> {
   const [sub, ...args] = io.argv;
   if (sub === 'run') return runWorkflowRunCommand(args, io);
   if (sub === 'resume') return runWorkflowResumeCommand(args, io);
+  if (sub === 'list' || sub === 'show' || sub === 'cancel') return runWorkflowAdminCommand(sub, args, io);
   const help = sub === undefined || sub === '--help' || sub === '-h';
-  (help ? io.stdout : io.stderr).write(`${help ? '' : `error: unknown workflow command "${sub}"\n\n`}${WORKFLOW_RUN_USAGE}\n`);
+  (help ? io.stdout : io.stderr).write(`${help ? '' : `error: unknown workflow command "${sub}"\n\n`}${WORKFLOW_RUN_USAGE}\n\n${WORKFLOW_ADMIN_USAGE}\n`);
   return help ? 0 : 2;
 }
 

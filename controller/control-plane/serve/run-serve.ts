@@ -5,6 +5,7 @@ import { startEmbeddedModel, EMBEDDED_MODEL_NAME } from '../../model/embedded-mo
 import { createOpenAIResponsesModel } from '../../model/openai-responses-model.js';
 import type { ResponsesModel } from '../../model/responses-model.js';
 import { answerControlRequest, type ControlHooks } from '../answer-control-request.js';
+import { createApprovalOperations } from '../approvals/approval-operations.js';
 import { createControlPlaneServer } from '../grpc/control-plane-server.js';
 import { JobRunner } from '../jobs/job-runner.js';
 import { Scheduler } from '../schedules/scheduler.js';
@@ -74,12 +75,17 @@ export async function runServe(io: ServeIo): Promise<number> {
         model,
         store,
         hooks: () => hooks,
+        ...(options.approve !== 'never'
+          ? { approvals: { policy: { mode: options.approve === 'all' ? 'not_read_only' : 'destructive' }, expiresAfterMs: options.approvalTimeoutMs } }
+          : {}),
         turnOptions,
         maxTurnMs: options.jobTimeoutMs,
         logger,
       }),
     });
     const scheduler = new Scheduler({ schedules: store.schedules, agentIds: sidecars.agentIds, onFired: () => jobRunner.wake(), logger });
+    // Should starting fail half-way, the loops stop before the store and the sidecars go (all idempotent).
+    cleanups.push(() => workflowRunner.close(), () => jobRunner.close({ graceMs: 0, abortGraceMs: 2_000 }), () => scheduler.close());
     hooks.schedulesAndJobs = {
       onScheduleChanged: () => scheduler.wake(),
       onJobQueued: () => jobRunner.wake(),
@@ -94,13 +100,14 @@ export async function runServe(io: ServeIo): Promise<number> {
       }
       return answerControlRequest({ store, request, hooks });
     };
-    const server = createControlPlaneServer({ answer, ...(token ? { token } : {}), logger });
+    const server = createControlPlaneServer({ answer, approvals: createApprovalOperations(store.approvals), ...(token ? { token } : {}), logger });
     cleanups.push(() => server.close({ graceMs: 1_000 }));
     const address = await server.listen(options.listen);
     const { resumed } = await jobRunner.start();
     const resumedRuns = await resumeAgentWorkflows(store, workflowRunner, known);
     // Runs started by another process (an npm start turn) or freed by a runner that died.
     const pickup = startPicking(() => resumeAgentWorkflows(store, workflowRunner, known), logger);
+    cleanups.push(() => pickup.stop());
     scheduler.start();
     io.stdout.write(`${JSON.stringify({ event: 'listening', address, dataDir: options.dataDir, agents: sidecars.agentIds, resumedJobs: resumed, resumedWorkflowRuns: resumedRuns.length })}\n`);
     logger.info('controller serving', { address, store: store.location, agents: sidecars.agentIds, auth: token !== undefined });

@@ -281,7 +281,7 @@ export class WorkflowRunner implements WorkflowRunnerHook {
     const afterTurn = performance.now();
     let reason: string;
     if (outcome.status === 'submitted') {
-      const check = checkSubmittedResult(task.resultSchemaJson, outcome.result, this.schemas);
+      const check = checkSubmittedResult(task.resultSchemaJson, outcome.result, { cache: this.schemas });
       if (check.ok) {
         const commit = await store.workflows.commitResult({ runId: run.runId, taskId: task.taskId, attempt, resultJson: check.resultJson });
         if (commit.committed || commit.reason === 'already_committed') {

@@ -9,6 +9,7 @@ import { createPostgresJobStore } from './postgres-job-store.js';
 import { createPostgresScheduleStore } from './postgres-schedule-store.js';
 import { createPostgresWorkflowStore } from './postgres-workflow-store.js';
 import { PgBossJobClaims } from './pg-boss-job-claims.js';
+import { createPostgresApprovalStore } from './postgres-approval-store.js';
 
 /** Options of `openPostgresStore`. */
 export interface OpenPostgresStoreOptions {
@@ -104,7 +105,7 @@ export async function openPostgresStore(options: OpenPostgresStoreOptions): Prom
     workflows: createPostgresWorkflowStore(context),
     schedules: createPostgresScheduleStore(context, claims),
     jobs,
-    approvals: {},
+    approvals: createPostgresApprovalStore(context),
     async close() {
       if (closed) return;
       closed = true;

@@ -120,4 +120,30 @@ export const postgresMigrations: readonly PostgresMigration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    name: 'approvals',
+    sql: `
+      CREATE TABLE approvals (
+        seq BIGSERIAL PRIMARY KEY,
+        approval_id TEXT NOT NULL UNIQUE,
+        agent_id TEXT NOT NULL,
+        turn_id TEXT NOT NULL,
+        call_id TEXT NOT NULL,
+        tool_name TEXT NOT NULL,
+        namespace TEXT NOT NULL,
+        label TEXT NOT NULL,
+        parameters_json TEXT NOT NULL,
+        read_only BOOLEAN NOT NULL,
+        destructive BOOLEAN NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'denied', 'expired')),
+        reason TEXT NOT NULL DEFAULT '',
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        decided_at BIGINT
+      );
+      CREATE INDEX approvals_by_agent ON approvals (agent_id, seq);
+      CREATE INDEX approvals_pending ON approvals (status, expires_at);
+    `,
+  },
 ];

@@ -92,6 +92,25 @@ export interface ScheduleFiringsTable {
   claimed_at: number;
 }
 
+export interface ApprovalsTable {
+  seq: Generated<number>;
+  approval_id: string;
+  agent_id: string;
+  turn_id: string;
+  call_id: string;
+  tool_name: string;
+  namespace: string;
+  label: string;
+  parameters_json: string;
+  read_only: boolean;
+  destructive: boolean;
+  status: 'pending' | 'approved' | 'denied' | 'expired';
+  reason: ColumnType<string, string | undefined, string>;
+  created_at: number;
+  expires_at: number;
+  decided_at: number | null;
+}
+
 export interface SchemaMigrationsTable {
   version: number;
   name: string;
@@ -107,5 +126,6 @@ export interface PostgresDatabase {
   jobs: JobsTable;
   schedules: SchedulesTable;
   schedule_firings: ScheduleFiringsTable;
+  approvals: ApprovalsTable;
   tools_runtime_schema_migrations: SchemaMigrationsTable;
 }

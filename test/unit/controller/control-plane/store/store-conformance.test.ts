@@ -227,6 +227,50 @@ for (const backend of [sqliteBackend(), postgresBackend('the ControlPlaneStore c
       });
     });
 
+    describe('approvals', () => {
+      const waiting = (callId: string, expiresInMs = 60_000) => ({
+        agentId: 'agent-a',
+        turnId: 'turn-1',
+        callId,
+        toolName: 'run_command',
+        namespace: '',
+        label: 'Running `rm -rf build`',
+        parametersJson: '{"command":"rm -rf build"}',
+        readOnly: false,
+        destructive: true,
+        expiresAt: new Date(T0 + expiresInMs),
+      });
+
+      it('keeps a pending approval until the first decision, which two controllers cannot both make', async () => {
+        const other = await second();
+        const created = await store.approvals.create(waiting('c1'));
+        expect(created).toMatchObject({ status: 'pending', destructive: true, readOnly: false, reason: '', createdAt: new Date(T0) });
+        expect((await other.approvals.list({ pendingOnly: true })).map((a) => a.approvalId)).toEqual([created.approvalId]);
+        const decisions = await Promise.allSettled([
+          store.approvals.decide(created.approvalId, { approved: true, reason: 'fine' }),
+          other.approvals.decide(created.approvalId, { approved: false, reason: 'no' }),
+        ]);
+        expect(decisions.filter((d) => d.status === 'fulfilled')).toHaveLength(1);
+        const refused = decisions.find((d) => d.status === 'rejected') as PromiseRejectedResult;
+        expect(isControlPlaneError(refused.reason, 'invalid_request')).toBe(true);
+        expect((refused.reason as Error).message).toMatch(/no longer pending: it is (approved|denied)/);
+        expect(await store.approvals.list({ pendingOnly: true })).toEqual([]);
+        await expect(store.approvals.decide('appr-none', { approved: true })).rejects.toMatchObject({ controlCode: 'not_found' });
+      });
+
+      it('expires a pending approval past its time for every reader, and a withdrawn one is not decided later', async () => {
+        const soon = await store.approvals.create(waiting('c2', 1_000));
+        const later = await store.approvals.create(waiting('c3'));
+        clock += 2_000;
+        expect(await store.approvals.get(soon.approvalId)).toMatchObject({ status: 'expired', reason: 'nobody decided before it expired', decidedAt: new Date(T0 + 1_000) });
+        await store.approvals.withdraw(later.approvalId, 'the call ended first');
+        expect(await store.approvals.get(later.approvalId)).toMatchObject({ status: 'expired', reason: 'the call ended first' });
+        await expect(store.approvals.decide(later.approvalId, { approved: true })).rejects.toThrow(/no longer pending: it is expired \(the call ended first\)/);
+        expect((await store.approvals.list({ agentId: 'agent-a' })).map((a) => a.callId)).toEqual(['c3', 'c2']);
+        expect(await store.approvals.list({ agentId: 'agent-b' })).toEqual([]);
+      });
+    });
+
     describe('jobs', () => {
       const job = (jobId: string, agentId: string, createdAt = T0) => ({ jobId, agentId, prompt: `do ${jobId}`, canSpawnJobs: false, createdAt });
 
