@@ -78,7 +78,7 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     const startServe = () =>
       startSidecar({
         entry: 'controller/control-plane-main.ts',
-        args: ['serve', '--listen', '127.0.0.1:0', '--database', url, '--agents', agentsFile, '--claim-expiry-s', '8', '--grace-ms', '3000', '--embedded'],
+        args: ['serve', '--listen', '127.0.0.1:0', '--database', url, '--agents', agentsFile, '--claim-expiry-s', '8', '--grace-ms', '3000', '--approve', 'never', '--embedded'],
         env: { OPENAI_API_KEY: '', OPENAI_BASE_URL: '', DATABASE_URL: '' },
         timeoutMs: 90_000,
       });

@@ -74,7 +74,7 @@ describe('serve drains on SIGTERM', () => {
     writeFileSync(agents, JSON.stringify({ 'agent-a': { address: sidecar.address, tokenFile } }));
     const serve = await startSidecar({
       entry: 'controller/control-plane-main.ts',
-      args: ['serve', '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--agents', agents, '--base-url', model.baseURL, '--token-file', tokenFile, '--grace-ms', '60000'],
+      args: ['serve', '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--agents', agents, '--base-url', model.baseURL, '--token-file', tokenFile, '--grace-ms', '60000', '--approve', 'never'],
       env: { OPENAI_API_KEY: '', OPENAI_BASE_URL: '', DATABASE_URL: database ?? '' },
       timeoutMs: 60_000,
     });
