@@ -44,7 +44,7 @@ export function cutOffResult(call: FunctionCallItem, reason: string | undefined)
 /** The output of a call that was not run because the turn stopped (`why` completes "the turn stopped ..."). */
 export function stoppedResult(call: FunctionCallItem, why: string): CallResult {
   return {
-    ...errorResult(call.call_id, 'aborted', `This call to ${call.name} was not run: the turn stopped ${why}.`),
+    ...errorResult(call.call_id, 'aborted', `This call to ${call.name} was not run: the turn stopped ${why}${/[.!?]$/.test(why) ? '' : '.'}`),
     completedLabel: `Not run ${call.name}: the turn stopped`,
   };
 }

@@ -93,7 +93,7 @@ describe('readResponseStream', () => {
     ];
     for (const newline of ['\n', '\r\n']) {
       const result = await readResponseStream(body(sse(events, { newline }), 16 * 1024));
-      expect(JSON.parse((result.output[0] as { arguments: string }).arguments).content).toBe(content);
+      expect(JSON.parse(String(result.output[0]!.arguments)).content).toBe(content);
     }
   });
 
