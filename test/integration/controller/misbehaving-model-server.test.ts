@@ -172,6 +172,22 @@ describe.each(modes)('a misbehaving model server ($name)', ({ stream }) => {
     expect(outcome.error).toMatch(stream ? /sent nothing for 0.4 s after \d+ bytes \(1 events, the last response.created\): the stream stalled/ : /sent nothing for 0.4 s after 0 bytes: the stream stalled/);
   });
 
+  it('ends the turn cleanly on a body that is not what it claims', async () => {
+    const { outcome } = await scripted(
+      [
+        {
+          raw: (res) => {
+            res.writeHead(200, { 'content-type': stream ? 'text/event-stream' : 'application/json' });
+            res.end(stream ? 'event: response.completed\ndata: {"type": "response.completed", "respo\n\n' : '{"id": "resp_1", "output": [');
+          },
+        },
+      ],
+      { modelOptions: { stream } },
+    );
+    expect(outcome.status).toBe('model_error');
+    expect(outcome.error).toMatch(stream ? /^the model stream sent an event that is not JSON/ : /^the model server sent a body that is not JSON \(\d+ bytes\): \{"id": "resp_1"/);
+  });
+
   it('says the server closed the connection mid-response, and how far it had got', async () => {
     const response = buildResponse({ model: 'scripted-model', output: [messageItem('a long answer that never arrives whole')] });
     const { outcome } = await scripted(
