@@ -1,6 +1,7 @@
 import type { ClientDuplexStream } from '@grpc/grpc-js';
 import { errorMessage, ToolRuntimeError } from '../../src/index.js';
 import type { TurnRequest, TurnResponse } from '../../src/gen/toolruntime/v1/sidecar.js';
+import { callMessageBytes } from './call-message-bytes.js';
 import { CallState } from './call-state.js';
 import { callResultFromProto, presentationPayload, toolDefinitionFromProto } from './from-proto.js';
 import {
@@ -32,17 +33,6 @@ export interface SidecarTurnTimeouts {
 /** What the sidecar accepts in flight when its tool set does not say (an older sidecar sends 0). */
 export const DEFAULT_MAX_CALLS_IN_FLIGHT = 256;
 
-/** The fixed part of a TurnRequest carrying a CallTool at most: envelope tags and lengths, the deadline. */
-const CALL_ENVELOPE_BYTES = 64;
-
-/** An upper bound of a CallTool message's encoded size: exact UTF-8 lengths only when a cheap bound is over `limit`. */
-function callMessageBytes(request: CallRequest, limit: number): number {
-  const fields = [request.callId, request.name, request.namespace ?? '', request.argumentsJson];
-  // A UTF-16 unit is at most 3 UTF-8 bytes; each string field adds a tag and a length of at most 6 bytes.
-  const bound = fields.reduce((sum, text) => sum + 6 + text.length * 3, CALL_ENVELOPE_BYTES);
-  if (bound <= limit) return bound;
-  return fields.reduce((sum, text) => sum + 6 + Buffer.byteLength(text, 'utf8'), CALL_ENVELOPE_BYTES);
-}
 
 /**
  * One open Turn stream. Demultiplexes the sidecar's events by call_id into per-call handles.
