@@ -110,7 +110,8 @@ export async function dispatchCalls(options: DispatchCallsOptions): Promise<Disp
   for (const call of options.calls) {
     const resolved = catalog.resolve(call);
     const sequential = resolved.kind === 'sidecar' && resolved.tool?.executionMode === 'sequential';
-    if (resolved.kind === 'sidecar') await place();
+    // Parallel calls under the limit start in the same tick, as before the limit was known.
+    if (resolved.kind === 'sidecar' && atSidecar >= limit) await place();
     if (sequential) {
       await Promise.all(inFlight);
       const result = start(call, resolved);

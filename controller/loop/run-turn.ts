@@ -104,6 +104,7 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutcome> {
 
   for (;;) {
     if (signal.aborted) return finish('aborted', lastText, 'the turn was aborted');
+    if (modelCalls >= maxModelCalls) return finish('max_model_calls', lastText, `the model-call limit is ${maxModelCalls}`);
     const tools = catalog.providerTools();
     emit({ type: 'model-request', iteration: modelCalls + 1, inputItems: input.length, tools: tools.length });
     let response;
