@@ -158,7 +158,7 @@ function createBlockSplitter(onBlock: (block: string) => boolean) {
     if (!skipping) pieces.push(text);
   };
   return {
-    progress: () => `${events} events${lastName ? `, the last ${lastName}` : ''}`,
+    progress: () => `${events} event${events === 1 ? '' : 's'}${lastName ? `, the last ${lastName}` : ''}`,
     /** Takes the next text (CRLF already normalized); returns true once `onBlock` said stop. */
     push(text: string): boolean {
       let position = 0;
