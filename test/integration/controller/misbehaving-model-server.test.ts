@@ -169,7 +169,7 @@ describe.each(modes)('a misbehaving model server ($name)', ({ stream }) => {
       { modelOptions: { stream, streamIdleTimeoutMs: 1_000 } },
     );
     expect(outcome.status).toBe('model_error');
-    expect(outcome.error).toMatch(stream ? /sent nothing for 1 s after \d+ bytes \(1 events, the last response.created\): the stream stalled/ : /sent nothing for 1 s after 0 bytes: the stream stalled/);
+    expect(outcome.error).toMatch(stream ? /sent nothing for 1 s after \d+ bytes \(1 event, the last response.created\): the stream stalled/ : /sent nothing for 1 s after 0 bytes: the stream stalled/);
   });
 
   it('ends the turn cleanly on a body that is not what it claims', async () => {
