@@ -43,26 +43,32 @@ export async function* readBodyChunks(body: ReadableStream<Uint8Array>, options:
       : undefined;
   if (options.signal.aborted) onAbort();
   else options.signal.addEventListener('abort', onAbort, { once: true });
+  /** The error for a read this reader stopped itself (a cancelled read may settle either way). */
+  const stopped = (cause?: unknown): ToolRuntimeError | undefined => {
+    if (stop === 'aborted' || options.signal.aborted) return new ToolRuntimeError('aborted', 'the model request was aborted', { cause });
+    if (stop !== 'idle') return undefined;
+    const seconds = Math.round(options.idleTimeoutMs / 100) / 10;
+    return new ToolRuntimeError(
+      'model_error',
+      `the model server sent nothing for ${seconds} s ${where()}: the stream stalled (idle timeout ${options.idleTimeoutMs} ms)`,
+      { cause },
+    );
+  };
   try {
     for (;;) {
       let chunk: Awaited<ReturnType<typeof reader.read>>;
       try {
         chunk = await reader.read();
       } catch (error) {
-        if (stop === 'aborted' || options.signal.aborted) throw new ToolRuntimeError('aborted', 'the model request was aborted', { cause: error });
+        const own = stopped(error);
+        if (own) throw own;
         // undici reports a socket closed mid-body as "terminated" (cause: "other side closed").
         const cause = (error as { cause?: unknown }).cause;
         const detail = cause ? `${errorMessage(error)}: ${errorMessage(cause)}` : errorMessage(error);
         throw new ToolRuntimeError('model_error', `the model server closed the connection mid-response ${where()} (${detail})`, { cause: error });
       }
-      if (stop === 'aborted') throw new ToolRuntimeError('aborted', 'the model request was aborted');
-      if (stop === 'idle') {
-        const seconds = Math.round(options.idleTimeoutMs / 100) / 10;
-        throw new ToolRuntimeError(
-          'model_error',
-          `the model server sent nothing for ${seconds} s ${where()}: the stream stalled (idle timeout ${options.idleTimeoutMs} ms)`,
-        );
-      }
+      const own = stopped();
+      if (own) throw own;
       if (chunk.done) return;
       bytes += chunk.value.byteLength;
       timer?.refresh();
