@@ -20,6 +20,10 @@ export interface CliOptions {
   toolSearch: ToolSearchMode;
   flattenNamespaces: boolean;
   maxModelCalls: number;
+  /** The longest `retry-after` the model client honours, in ms. */
+  maxRetryAfterMs: number;
+  /** The longest silence between chunks of a model response, in ms (0: none). */
+  streamIdleTimeoutMs: number;
   eventsFile?: string;
   agentId: string;
   quiet: boolean;
@@ -48,13 +52,29 @@ Options:
                           api.openai.com, client for any other endpoint)
   --flatten-namespaces    send namespaced tools as plain functions named namespace__name
   --max-model-calls N     stop after N model calls (default 50)
+  --max-retry-after-ms N  honour a 429/5xx retry-after up to N ms (default 60000); a longer one
+                          ends the turn with it as the reason
+  --stream-idle-timeout-ms N
+                          end the turn when the model server sends nothing for N ms once it
+                          answered (default 300000; 0: wait forever)
   --events-file FILE      write the turn's events as JSON lines to FILE
   --agent-id ID           the agent the turn belongs to (default: cli-agent)
   --quiet                 print only the final answer
   --help                  this text
 
 Environment: OPENAI_API_KEY (the key), OPENAI_BASE_URL (the endpoint), as the openai SDK reads them.
-Exit status: 0 when the turn completed; 1 with a one-line reason otherwise; 2 on bad usage.`;
+Exit status: 0 when the turn completed; 1 with a one-line reason otherwise; 2 on bad usage;
+3 when the model's answer was cut off (incomplete; the part that came is printed);
+4 when the provider reported the response failed or cancelled.`;
+
+function nonNegativeInteger(text: string | undefined, fallback: number, flag: string): number {
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (text.trim() === '' || !Number.isSafeInteger(value) || value < 0) {
+    throw new ToolRuntimeError('invalid_request', `${flag} must be a whole number of milliseconds (0 or more), not "${text}"`);
+  }
+  return value;
+}
 
 /**
  * Parses the CLI flags (and `OPENAI_API_KEY` / `OPENAI_BASE_URL` from `env`).
@@ -82,6 +102,8 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
         'tool-search': { type: 'string' },
         'flatten-namespaces': { type: 'boolean' },
         'max-model-calls': { type: 'string' },
+        'max-retry-after-ms': { type: 'string' },
+        'stream-idle-timeout-ms': { type: 'string' },
         'events-file': { type: 'string' },
         'agent-id': { type: 'string' },
         quiet: { type: 'boolean' },
@@ -102,6 +124,8 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
   if (!Number.isInteger(maxModelCalls) || maxModelCalls < 1) {
     throw new ToolRuntimeError('invalid_request', `--max-model-calls must be a positive integer, not "${parsed['max-model-calls']}"`);
   }
+  const maxRetryAfterMs = nonNegativeInteger(parsed['max-retry-after-ms'], 60_000, '--max-retry-after-ms');
+  const streamIdleTimeoutMs = nonNegativeInteger(parsed['stream-idle-timeout-ms'], 300_000, '--stream-idle-timeout-ms');
   if (parsed['token-file'] && !parsed.sidecar) throw new ToolRuntimeError('invalid_request', '--token-file goes with --sidecar');
   if (parsed.sidecar && parsed.workspace) throw new ToolRuntimeError('invalid_request', '--workspace starts a sidecar; it cannot be used with --sidecar');
   if (parsed.stream && parsed['no-stream']) throw new ToolRuntimeError('invalid_request', 'choose one of --stream and --no-stream');
@@ -119,6 +143,8 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
     toolSearch,
     flattenNamespaces: parsed['flatten-namespaces'] === true,
     maxModelCalls,
+    maxRetryAfterMs,
+    streamIdleTimeoutMs,
     ...(parsed['events-file'] ? { eventsFile: parsed['events-file'] } : {}),
     agentId: parsed['agent-id'] ?? 'cli-agent',
     quiet: parsed.quiet === true,

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { errorMessage, isToolRuntimeError } from '../src/index.js';
 import { parseCliOptions, USAGE, type CliOptions } from './cli-options.js';
 import { runTurn, type TurnOutcome } from './loop/run-turn.js';
-import type { TurnEvent } from './loop/turn-events.js';
+import type { TurnEvent, TurnStatus } from './loop/turn-events.js';
 import { startEmbeddedModel, EMBEDDED_MODEL_NAME } from './model/embedded-model.js';
 import { createOpenAIResponsesModel } from './model/openai-responses-model.js';
 import { createSidecarClient } from './sidecar-client/create-sidecar-client.js';
@@ -15,6 +15,9 @@ import { spawnSidecar, type SpawnedSidecar } from './sidecar-client/spawn-sideca
 import { renderTurnEvent } from './render-turn-event.js';
 
 const sampleWorkspace = fileURLToPath(new URL('./sample-workspace/', import.meta.url));
+
+/** Exit codes of turn statuses other than 0 (completed, terminated) and 1 (any other failure). */
+export const EXIT_CODES: Partial<Record<TurnStatus, number>> = { incomplete: 3, model_failed: 4 };
 
 /** What the CLI needs from its process. */
 export interface CliIo {
@@ -28,7 +31,7 @@ export interface CliIo {
 
 /**
  * The controller CLI: one text turn from one command. Returns the exit code (0 completed, 1 failed
- * with a one-line reason on stderr, 2 bad usage). Everything it starts (the sidecar child, the
+ * with a one-line reason on stderr, 2 bad usage, 3 answer cut off, 4 response failed: `EXIT_CODES`). Everything it starts (the sidecar child, the
  * embedded model, the temporary workspace) is stopped before it returns, also on abort.
  */
 export async function runCli(io: CliIo): Promise<number> {
@@ -53,8 +56,10 @@ export async function runCli(io: CliIo): Promise<number> {
       io.stdout.write(`${outcome.finalText}\n`);
       return 0;
     }
+    // A cut-off answer is still printed: the part that came, then the reason.
+    if (outcome.status === 'incomplete' && outcome.finalText) io.stdout.write(`${outcome.finalText}\n`);
     io.stderr.write(`error: turn ${outcome.status}: ${outcome.error ?? 'no reason given'}\n`);
-    return 1;
+    return EXIT_CODES[outcome.status] ?? 1;
   } catch (error) {
     const reason = isToolRuntimeError(error, 'aborted') || io.signal.aborted ? 'aborted' : errorMessage(error);
     io.stderr.write(`error: ${reason.split('\n')[0]}\n`);
@@ -107,6 +112,8 @@ async function runOneTurn(
     apiKey: options.embedded ? 'embedded-no-key' : (options.apiKey ?? 'no-key'),
     ...(baseURL ? { baseURL } : {}),
     stream: options.stream,
+    maxRetryAfterMs: options.maxRetryAfterMs,
+    streamIdleTimeoutMs: options.streamIdleTimeoutMs,
     includeEncryptedReasoning: !options.embedded && (!baseURL || new URL(baseURL).hostname === 'api.openai.com'),
   });
 
