@@ -8,6 +8,7 @@ const suites: Array<[string, () => Promise<{ run: BenchSuite }>]> = [
   ['sidecar', () => import('./suites/sidecar.js')],
   ['controller', () => import('./suites/controller.js')],
   ['model-server', () => import('./suites/model-server.js')],
+  ['workflows', () => import('./suites/workflows.js')],
 ];
 
 function format(value: number): string {

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { ToolRuntimeError } from '../src/index.js';
+import { defaultDataDir } from './control-plane/store/default-data-dir.js';
 import type { ToolSearchMode } from './loop/collect-provider-tools.js';
 
 /** The controller CLI's settings, after flags and environment. */
@@ -26,7 +27,14 @@ export interface CliOptions {
   streamIdleTimeoutMs: number;
   eventsFile?: string;
   agentId: string;
+  /** The control-plane store's folder (opened when the turn first uses a control-plane tool). */
+  dataDir: string;
   quiet: boolean;
+  /**
+   * Which calls need approval: `never`, `destructive` (the default), `all` (every call that is not
+   * read-only). Asked at the terminal; without one, such calls are denied.
+   */
+  approve: 'never' | 'destructive' | 'all';
 }
 
 /** The default prompt of `npm start`. */
@@ -59,6 +67,12 @@ Options:
                           answered (default 300000; 0: wait forever)
   --events-file FILE      write the turn's events as JSON lines to FILE
   --agent-id ID           the agent the turn belongs to (default: cli-agent)
+  --data-dir DIR          the control-plane store for the workflow tools (default:
+                          ~/.local/state/tools-runtime/controller; opened only when used)
+  --approve WHEN          never | destructive | all: which calls must be approved before they run
+                          (default: destructive; all = every call that is not read-only). Asked
+                          y/N at the terminal; without a terminal such calls are denied, so use
+                          --approve never for unattended runs that may change the workspace
   --quiet                 print only the final answer
   --help                  this text
 
@@ -106,7 +120,9 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
         'stream-idle-timeout-ms': { type: 'string' },
         'events-file': { type: 'string' },
         'agent-id': { type: 'string' },
+        'data-dir': { type: 'string' },
         quiet: { type: 'boolean' },
+        approve: { type: 'string' },
       },
     }).values;
   } catch (error) {
@@ -126,6 +142,10 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
   }
   const maxRetryAfterMs = nonNegativeInteger(parsed['max-retry-after-ms'], 60_000, '--max-retry-after-ms');
   const streamIdleTimeoutMs = nonNegativeInteger(parsed['stream-idle-timeout-ms'], 300_000, '--stream-idle-timeout-ms');
+  const approve = parsed.approve ?? 'destructive';
+  if (approve !== 'never' && approve !== 'destructive' && approve !== 'all') {
+    throw new ToolRuntimeError('invalid_request', `--approve must be "never", "destructive" or "all", not "${approve}"`);
+  }
   if (parsed['token-file'] && !parsed.sidecar) throw new ToolRuntimeError('invalid_request', '--token-file goes with --sidecar');
   if (parsed.sidecar && parsed.workspace) throw new ToolRuntimeError('invalid_request', '--workspace starts a sidecar; it cannot be used with --sidecar');
   if (parsed.stream && parsed['no-stream']) throw new ToolRuntimeError('invalid_request', 'choose one of --stream and --no-stream');
@@ -147,6 +167,8 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
     streamIdleTimeoutMs,
     ...(parsed['events-file'] ? { eventsFile: parsed['events-file'] } : {}),
     agentId: parsed['agent-id'] ?? 'cli-agent',
+    dataDir: parsed['data-dir'] ?? defaultDataDir(),
     quiet: parsed.quiet === true,
+    approve,
   };
 }

@@ -5,14 +5,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { errorMessage, isToolRuntimeError } from '../src/index.js';
+import { createTerminalApprover, denyWithoutTerminal, recordApprovals } from './approvals/cli-approvals.js';
 import { parseCliOptions, USAGE, type CliOptions } from './cli-options.js';
 import { runTurn, type TurnOutcome } from './loop/run-turn.js';
 import type { TurnEvent, TurnStatus } from './loop/turn-events.js';
 import { startEmbeddedModel, EMBEDDED_MODEL_NAME } from './model/embedded-model.js';
 import { createOpenAIResponsesModel } from './model/openai-responses-model.js';
 import { createSidecarClient } from './sidecar-client/create-sidecar-client.js';
+import type { ApproveCallback } from './sidecar-client/sidecar-types.js';
 import { spawnSidecar, type SpawnedSidecar } from './sidecar-client/spawn-sidecar.js';
 import { renderTurnEvent } from './render-turn-event.js';
+import { createTurnControlPlane } from './control-plane/cli/turn-control-plane.js';
+import { renderRunnerEvent } from './control-plane/cli/workflow-run-command.js';
 
 const sampleWorkspace = fileURLToPath(new URL('./sample-workspace/', import.meta.url));
 
@@ -27,6 +31,10 @@ export interface CliIo {
   stderr: NodeJS.WritableStream;
   /** Ctrl-C: aborts the turn and stops the sidecar. */
   signal: AbortSignal;
+  /** Where approvals are answered (default `process.stdin`). */
+  stdin?: NodeJS.ReadableStream;
+  /** Whether a person is at `stdin` (default `process.stdin.isTTY`); without one, approvals are denied. */
+  isTerminal?: boolean;
 }
 
 /**
@@ -131,8 +139,34 @@ async function runOneTurn(
 
   const client = createSidecarClient({ address, ...(token ? { token } : {}) });
   cleanups.push(async () => client.close());
+  // The control-plane tools: answered here, as this turn's agent; a workflow the turn starts runs in
+  // this process, and the CLI waits for it after the answer.
+  const controlPlane = createTurnControlPlane({
+    dataDir: options.dataDir,
+    agentId: options.agentId,
+    model,
+    client,
+    turnOptions: { toolSearch: options.toolSearch, flattenNamespaces: options.flattenNamespaces, maxModelCalls: options.maxModelCalls },
+    onEvent: (event) => progress(renderRunnerEvent(event)),
+  });
+  cleanups.push(() => controlPlane.close());
   const turnId = randomUUID();
-  const turn = await client.openTurn({ agentId: options.agentId, turnId, kind: 'text' }, { signal });
+  const approvalPolicy = options.approve === 'never' ? undefined : { mode: options.approve === 'all' ? ('not_read_only' as const) : ('destructive' as const) };
+  let approve: ApproveCallback | undefined;
+  if (approvalPolicy) {
+    const isTerminal = io.isTerminal ?? process.stdin.isTTY === true;
+    if (isTerminal) {
+      const terminal = createTerminalApprover({ input: io.stdin ?? process.stdin, output: io.stderr });
+      cleanups.push(async () => terminal.close());
+      approve = recordApprovals(terminal.approve, onEvent, 'terminal');
+    } else {
+      approve = recordApprovals(denyWithoutTerminal, onEvent, 'no-terminal');
+    }
+  }
+  const turn = await client.openTurn(
+    { agentId: options.agentId, turnId, kind: 'text', controlPlane: true, ...(approvalPolicy ? { approvalPolicy } : {}) },
+    { signal, onClientRequest: controlPlane.onClientRequest, ...(approve ? { approve } : {}) },
+  );
   try {
     return await runTurn({
       model,
@@ -148,5 +182,6 @@ async function runOneTurn(
   } finally {
     if (signal.aborted) turn.abort();
     else await turn.close({ timeoutMs: 5_000 });
+    await controlPlane.reportStartedRuns(signal, progress);
   }
 }
