@@ -1,5 +1,7 @@
 // `npm run controller -- COMMAND ...`: the control plane's commands. Wiring only.
 import { runWorkflowCommand } from './control-plane/cli/workflow-run-command.js';
+import { runApprovalsCommand } from './control-plane/approvals/approvals-command.js';
+import { runServe } from './control-plane/serve/run-serve.js';
 
 /** What a command needs from its process; it returns the exit code. */
 interface CommandIo {
@@ -12,13 +14,17 @@ interface CommandIo {
 
 const commands: Record<string, (io: CommandIo) => Promise<number>> = {
   workflow: runWorkflowCommand,
+  serve: runServe,
+  approvals: (io) => runApprovalsCommand(io.argv, io),
 };
 
 const USAGE = `Usage: npm run controller -- COMMAND [options]   (COMMAND --help for its options)
 
 Commands:
   workflow run FILE.json | workflow resume RUN_ID    run one workflow to completion in this process
-  workflow list | show RUN_ID | cancel RUN_ID       read or cancel runs in the store, as an operator`;
+  workflow list | show RUN_ID | cancel RUN_ID       read or cancel runs in the store, as an operator
+  serve --agents FILE                                run schedules, background jobs and workflows, serve ControlPlaneService
+  approvals list | approve ID | deny ID              the calls of job and scheduled turns waiting for a decision`;
 
 const controller = new AbortController();
 const onSignal = (signal: NodeJS.Signals) => {
