@@ -59,7 +59,7 @@ export function createRunCommandTool(options: { config: SidecarConfig; killGrace
       return `Ran \`${short(params.command)}\` (${status}, ${(details.durationMs / 1000).toFixed(1)} s)`;
     },
     async execute(params, context) {
-      const cwd = params.cwd === undefined ? (await resolveWorkspacePath(config.workspace, '.')).absolute : (await resolveWorkspacePath(config.workspace, params.cwd)).absolute;
+      const cwd = params.cwd === undefined ? (await resolveWorkspacePath(config.workspace, '.', { signal: context.signal })).absolute : (await resolveWorkspacePath(config.workspace, params.cwd, { signal: context.signal })).absolute;
       const cwdStat = await stat(cwd).catch(() => undefined);
       if (!cwdStat?.isDirectory()) throw new ToolRuntimeError('invalid_arguments', `cwd ${JSON.stringify(params.cwd)} is not a directory in the workspace`);
       const timeoutMs = params.timeout_ms ?? DEFAULT_COMMAND_TIMEOUT_MS;
