@@ -8,6 +8,7 @@ import {
   type ToolError,
   type ToolResult,
 } from '../../src/gen/toolruntime/v1/sidecar.js';
+import { decodeTurnRequest } from './decode-turn-request.js';
 
 const utf8Length = (text: string) => Buffer.byteLength(text, 'utf8');
 
@@ -160,8 +161,11 @@ export function encodeTurnResponse(message: TurnResponse): Buffer {
   return buffer;
 }
 
-/** The generated ToolSidecarService definition with `encodeTurnResponse` serialising Turn's responses. */
+/**
+ * The generated ToolSidecarService definition with `encodeTurnResponse` serialising Turn's
+ * responses and `decodeTurnRequest` (which never throws) decoding its requests.
+ */
 export const toolSidecarServiceDefinition = {
   ...ToolSidecarServiceService,
-  turn: { ...ToolSidecarServiceService.turn, responseSerialize: encodeTurnResponse },
+  turn: { ...ToolSidecarServiceService.turn, requestDeserialize: decodeTurnRequest, responseSerialize: encodeTurnResponse },
 };
