@@ -5,6 +5,7 @@ import type { ToolDefinition, TurnRequest, TurnResponse } from '../../src/gen/to
 import type { TurnContext } from '../categories/category.js';
 import type { TurnEventSource, TurnSession } from '../turn/turn-session.js';
 import { enableBatchedWrites, findHttp2Stream } from './batch-writes.js';
+import { checkTurnContext } from './check-turn-request.js';
 import { undecodableReason } from './decode-turn-request.js';
 import { toGrpcStatus } from './grpc-status.js';
 import { toCallRequest, toDomainTurnContext, toTurnResponse } from './proto-mapping.js';
@@ -180,6 +181,8 @@ export function handleTurn(
         fail(status.INVALID_ARGUMENT, `the first request of a Turn stream must be \`open\`, got ${request.request ? `\`${request.request.$case}\`` : 'an empty request'}`);
         return;
       }
+      const outOfBounds = checkTurnContext(request.request.value.context);
+      if (outOfBounds !== undefined) return fail(status.INVALID_ARGUMENT, `the turn's context is refused: ${outOfBounds}`);
       void open(request as TurnRequest & { request: { $case: 'open' } });
       return;
     }

@@ -6,6 +6,7 @@ import {
   type WorkerAgentTool,
 } from '../../src/index.js';
 import type { SidecarLimits } from '../config.js';
+import { boundCancelReason, checkCallRequest, quotePrefix } from './bound-request.js';
 import { errorResult } from './build-result.js';
 import { createCallScheduler } from './call-scheduler.js';
 import { createDeadlineTimer } from './deadline-timer.js';
@@ -17,10 +18,14 @@ import type { CallRequest, TurnEvent } from './turn-event.js';
 export interface TurnSession {
   /**
    * Takes one call, in the order received. Never throws: every call gets exactly one `result`
-   * event (unknown tool, duplicate id, too many calls and bad arguments get one at once).
+   * event (unknown tool, duplicate id, too many calls and bad arguments get one at once). Fields
+   * over `REQUEST_LIMITS` (bound-request.ts) are refused first, quoting only a prefix.
    */
   call(request: CallRequest): void;
-  /** Aborts one call (its result comes with code `aborted`); an unknown or finished id is ignored. */
+  /**
+   * Aborts one call (its result comes with code `aborted`, the reason cut to 1,000 characters); an
+   * unknown or finished id is ignored.
+   */
   cancel(callId: string, reason?: string): void;
   /** No more calls: `events` ends once every running call has sent its result. */
   endInput(): void;
@@ -140,8 +145,13 @@ export function createTurnSession(options: {
     call(request) {
       const { callId } = request;
       if (inputEnded || aborted) return;
+      const refusal = checkCallRequest(request);
+      if (refusal) {
+        fail(callId, refusal.code, refusal.message);
+        return;
+      }
       if (seen.has(callId)) {
-        fail(callId, 'duplicate_call_id', `call_id "${callId}" was already used in this turn; every call needs its own id.`);
+        fail(callId, 'duplicate_call_id', `call_id ${quotePrefix(callId)} was already used in this turn; every call needs its own id.`);
         return;
       }
       seen.add(callId);
@@ -156,7 +166,7 @@ export function createTurnSession(options: {
       const tool = toolMap.get(toolKey(request.name, request.namespace || undefined));
       if (!tool) {
         const shown = request.namespace ? `${request.namespace}.${request.name}` : request.name;
-        fail(callId, 'unknown_tool', `there is no tool named "${shown}" in this turn; call one of the tools you were given.`);
+        fail(callId, 'unknown_tool', `there is no tool named ${quotePrefix(shown)} in this turn; call one of the tools you were given.`);
         return;
       }
       const validation = validateToolArguments(tool, request.argumentsJson, { maxBytes: limits.maxArgumentsBytes });
@@ -182,7 +192,8 @@ export function createTurnSession(options: {
       });
       running.set(callId, call);
     },
-    cancel(callId, reason) {
+    cancel(callId, given) {
+      const reason = boundCancelReason(given);
       running.get(callId)?.abort('aborted', reason ? `the call was cancelled: ${reason}` : 'the call was cancelled');
     },
     endInput() {
