@@ -82,6 +82,15 @@ describe('request fields are bounded on receipt', () => {
     expect(ended.code).toBe(grpc.status.INVALID_ARGUMENT);
     expect(ended.details).toMatch(/agent_id is \d+ bytes/);
     expect(ended.details.length).toBeLessThan(1_000);
+    const labels = Object.fromEntries(Array.from({ length: 100 }, (_, index) => [`k${index}`, 'v']));
+    const assembled = await new Promise<grpc.ServiceError | null>((resolve) =>
+      client.assembleTools(
+        { context: { agentId: 'a', turnId: 't', kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels, controlPlane: false, approvalPolicy: undefined } },
+        (error) => resolve(error),
+      ),
+    );
+    expect(assembled?.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(assembled?.details).toMatch(/labels has 100 entries/);
   });
 });
 
