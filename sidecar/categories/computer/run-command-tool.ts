@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { defineWorkerTool, textResult, ToolRuntimeError, truncateMiddle, type WorkerAgentTool } from '../../../src/index.js';
 import type { SidecarConfig } from '../../config.js';
 import { commandEnv } from './command-env.js';
+import { instanceEnv } from './leftover-commands.js';
 import { runProcess } from './run-process.js';
 import { resolveWorkspacePath } from './workspace-path.js';
 
@@ -67,7 +68,7 @@ export function createRunCommandTool(options: { config: SidecarConfig; killGrace
       const outcome = await runProcess({
         command: params.command,
         cwd,
-        env: commandEnv({ allowList: config.commandEnvAllowList, extra: config.commandEnv }),
+        env: { ...commandEnv({ allowList: config.commandEnvAllowList, extra: config.commandEnv }), ...instanceEnv() },
         signal: AbortSignal.any([context.signal, timeout]),
         killGraceMs: options.killGraceMs,
         maxOutputChars: config.limits.maxResultTextChars,

@@ -53,6 +53,26 @@ async function waitFor<T>(check: () => T | undefined, ms: number): Promise<T | u
   }
 }
 
+const openTrackedGroupTurn = (client: ReturnType<typeof createClient>) => openTurn(client, 'agent-reaper');
+
+/** The reaper supervisors whose parent is in the process group `group` (a sidecar started detached). */
+function supervisorsOf(group: number): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (!readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('tools-runtime-reaper')) continue;
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const parentStat = readFileSync(`/proc/${parent}/stat`, 'utf8');
+      if (Number(parentStat.slice(parentStat.lastIndexOf(')') + 2).split(' ')[2]) === group) found.push(Number(entry));
+    } catch {
+      // gone
+    }
+  }
+  return found;
+}
+
 /** Starts `command` through run_command and resolves the process group it printed first. */
 async function startCommand(turn: TurnDriver, callId: string, command: string): Promise<number> {
   void turn.call(callId, 'run_command', { command: `echo "pgid=$$"; ${command}`, timeout_ms: 600_000 });
@@ -111,6 +131,39 @@ describe('commands die with their sidecar', () => {
     } finally {
       client.close();
       await sidecar.stop('SIGKILL');
+    }
+  });
+
+  it('kills what a sidecar left when its supervisor died with it, at the first turn of the next sidecar on that state folder', async () => {
+    const stateDir = join(dir, 'state-restart');
+    const first = await startSidecar({ entry: 'test/fixtures/fault-sidecar.ts', args: ['--workspace', dir, '--state-dir', stateDir, '--log-level', 'error'] });
+    const client = createClient(first.address);
+    let group: number;
+    try {
+      const turn = await openTrackedGroupTurn(client);
+      group = await startCommand(turn, 'orphan', "sh -c 'sleep 300 & sleep 300; wait'");
+      // The supervisor is the sidecar's child running the reaper script: kill it first, then the sidecar.
+      const supervisors = supervisorsOf(first.child.pid!);
+      expect(supervisors).toHaveLength(1);
+      process.kill(supervisors[0]!, 'SIGKILL');
+      await first.stop('SIGKILL');
+      // Nothing is left to kill them: they survive the sidecar.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(membersOf(group).length).toBeGreaterThanOrEqual(3);
+    } finally {
+      client.close();
+      await first.stop('SIGKILL');
+    }
+    const second = await startSidecar({ entry: 'test/fixtures/fault-sidecar.ts', args: ['--workspace', dir, '--state-dir', stateDir, '--log-level', 'error'] });
+    const secondClient = createClient(second.address);
+    try {
+      const turn = await openTurn(secondClient, 'agent-reaper');
+      const left = await waitFor(() => (membersOf(group).length === 0 ? [] : undefined), 15_000);
+      expect(left ?? membersOf(group)).toEqual([]);
+      expect((await turn.end()).code).toBe(grpc.status.OK);
+    } finally {
+      secondClient.close();
+      expect(await second.stop('SIGTERM')).toBe(0);
     }
   });
 });
