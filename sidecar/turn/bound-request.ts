@@ -15,7 +15,10 @@ export const REQUEST_LIMITS = {
   namespaceBytes: 256,
   /** `CancelCall.reason`: longer reasons are cut, not refused. */
   cancelReasonChars: 1_000,
-  /** `CallTool.traceparent` / `tracestate` (W3C: 55 characters, and at most 32 list members). */
+  /**
+   * `CallTool.traceparent` / `tracestate` (W3C: 55 characters, and at most 32 list members). Not
+   * read by the sidecar yet; whoever maps them into a call should drop values over this.
+   */
   traceHeaderBytes: 1_024,
   /** `ClientReply.request_id`: the sidecar makes these, so anything longer matches nothing. */
   requestIdBytes: 256,
