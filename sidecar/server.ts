@@ -7,7 +7,7 @@ import { ToolRuntimeError, type Logger } from '../src/index.js';
 import type { Catalogs } from './categories/category.js';
 import type { SidecarConfig } from './config.js';
 import { createTokenInterceptor } from './grpc/auth-interceptor.js';
-import { toolSidecarServiceDefinition } from './grpc/encode-turn-response.js';
+import { createToolSidecarServiceDefinition } from './grpc/encode-turn-response.js';
 import { boundAddress, isLoopbackAddress } from './grpc/listen-address.js';
 import { createSidecarService } from './grpc/sidecar-service.js';
 
@@ -57,7 +57,7 @@ export function createSidecarServer(options: {
     interceptors: options.token ? [createTokenInterceptor(options.token)] : [],
   });
   const service = createSidecarService({ catalogs: options.catalogs, config, logger });
-  server.addService(toolSidecarServiceDefinition, service.implementation);
+  server.addService(createToolSidecarServiceDefinition({ maxMessageBytes: config.limits.maxMessageBytes }), service.implementation);
   const health = new HealthImplementation({ '': 'SERVING', [SERVICE_NAME]: 'SERVING' });
   health.addToServer(server);
   const packageDefinition = protoLoader.loadSync('toolruntime/v1/sidecar.proto', { includeDirs: [protoRoot] });

@@ -5,6 +5,8 @@ import { ClientReply, type ToolDefinition, type TurnRequest, type TurnResponse }
 import type { TurnContext } from '../categories/category.js';
 import type { TurnEventSource, TurnSession } from '../turn/turn-session.js';
 import { enableBatchedWrites, findHttp2Stream } from './batch-writes.js';
+import { checkTurnContext } from './check-turn-request.js';
+import { undecodableReason } from './decode-turn-request.js';
 import { toGrpcStatus } from './grpc-status.js';
 import { toCallRequest, toClientReplyPayload, toDomainTurnContext, toTurnResponse } from './proto-mapping.js';
 
@@ -107,6 +109,12 @@ export function handleTurn(
         let event = events.take();
         while (event !== undefined) {
           if (phase === 'closed') break;
+          // grpc-js ended the http2 stream itself (a frame it could not decompress, the RPC's
+          // deadline) and waits to send its status: a write now would error the stream and lose it.
+          if (http2?.writableEnded) {
+            finish();
+            break;
+          }
           // Cork both grpc-js's stream and the http2 stream under it, so the batch reaches
           // nghttp2 as one write (activity_started and result of a quick call together).
           http2?.cork();
@@ -172,11 +180,15 @@ export function handleTurn(
 
   stream.on('data', (request: TurnRequest) => {
     if (phase === 'closed') return;
+    const undecodable = undecodableReason(request);
+    if (undecodable !== undefined) return fail(status.INVALID_ARGUMENT, undecodable);
     if (phase === 'awaiting-open') {
       if (request.request?.$case !== 'open') {
         fail(status.INVALID_ARGUMENT, `the first request of a Turn stream must be \`open\`, got ${request.request ? `\`${request.request.$case}\`` : 'an empty request'}`);
         return;
       }
+      const outOfBounds = checkTurnContext(request.request.value.context);
+      if (outOfBounds !== undefined) return fail(status.INVALID_ARGUMENT, `the turn's context is refused: ${outOfBounds}`);
       void open(request as TurnRequest & { request: { $case: 'open' } });
       return;
     }
