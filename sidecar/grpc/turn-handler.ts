@@ -5,7 +5,7 @@ import { ClientReply, type ToolDefinition, type TurnRequest, type TurnResponse }
 import type { TurnContext } from '../categories/category.js';
 import type { TurnEventSource, TurnSession } from '../turn/turn-session.js';
 import { enableBatchedWrites, findHttp2Stream } from './batch-writes.js';
-import { checkTurnContext } from './check-turn-request.js';
+import { checkTurnContext, checkTurnReply } from './check-turn-request.js';
 import { undecodableReason } from './decode-turn-request.js';
 import { toGrpcStatus } from './grpc-status.js';
 import { toCallRequest, toClientReplyPayload, toDomainTurnContext, toTurnResponse } from './proto-mapping.js';
@@ -87,7 +87,12 @@ export function handleTurn(
         current.cancel(request.request.value.callId, request.request.value.reason);
         return;
       case 'reply': {
-        const reply = request.request.value;
+        // Bounded first (approval reason cut). A reply over the other bounds goes on as it is: an
+        // oversized id matches no waiting request, and an oversized payload fails the request it
+        // answers at once (the session checks its size) rather than leave the call waiting.
+        const checked = checkTurnReply(request.request.value);
+        if (!checked.ok) logger.debug('a client reply is over its bounds', { reason: checked.reason });
+        const reply = checked.ok ? checked.reply : request.request.value;
         // Measured again from the decoded reply: grpc-js does not expose the frame's size here.
         current.reply(reply.requestId, toClientReplyPayload(reply), ClientReply.encode(reply).finish().length);
         return;
