@@ -3,8 +3,8 @@ import { createWriteStream } from 'node:fs';
 import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { errorMessage, isToolRuntimeError } from '../src/index.js';
+import { runtimePath } from '../src/runtime-path.js';
 import { parseCliOptions, USAGE, type CliOptions } from './cli-options.js';
 import { runTurn, type TurnOutcome } from './loop/run-turn.js';
 import type { TurnEvent } from './loop/turn-events.js';
@@ -14,7 +14,7 @@ import { createSidecarClient } from './sidecar-client/create-sidecar-client.js';
 import { spawnSidecar, type SpawnedSidecar } from './sidecar-client/spawn-sidecar.js';
 import { renderTurnEvent } from './render-turn-event.js';
 
-const sampleWorkspace = fileURLToPath(new URL('./sample-workspace/', import.meta.url));
+const sampleWorkspace = runtimePath('controller/sample-workspace/');
 
 /** What the CLI needs from its process. */
 export interface CliIo {

@@ -1,6 +1,9 @@
-import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import type { ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
+import { loadOnFirstUse } from '../../src/load-on-first-use.js';
 import { defineWorkerTool, isJSONObject, textResult, ToolRuntimeError, type JSONObject, type WorkerAgentTool } from '../../src/index.js';
 import type { CategoryContext } from './category.js';
+
+const loadAjv2020 = loadOnFirstUse<typeof import('ajv/dist/2020.js')>('ajv/dist/2020.js');
 
 /** What an accepted submission carries in its result's details. */
 export interface SubmittedResult {
@@ -46,7 +49,7 @@ export function createSubmitResultTools(context: CategoryContext): WorkerAgentTo
   const jsonSchema = wrapResultSchema(schema);
   let validate: ValidateFunction;
   try {
-    validate = new Ajv2020({ allErrors: true, strict: false }).compile(jsonSchema);
+    validate = new (loadAjv2020().Ajv2020)({ allErrors: true, strict: false }).compile(jsonSchema);
   } catch (cause) {
     throw new ToolRuntimeError('invalid_request', `result_schema_json is not a usable JSON Schema: ${(cause as Error).message}`, { cause });
   }

@@ -1,0 +1,126 @@
+#!/usr/bin/env node
+// `npm run build`: bundles the controller and the sidecar into plain JavaScript under dist/ with
+// esbuild, so production runs `node dist/.../main.js` and never transpiles TypeScript at start-up.
+//
+//   node .ci/build.mjs              build now
+//   node .ci/build.mjs --if-stale   build only when a source is newer than the last build (prestart)
+//
+// Layout (every built file sits one folder below dist/, as src/runtime-path.ts expects):
+//   dist/sidecar/main.js, dist/controller/main.js   the entry points below
+//   dist/chunks/*.js                                 code they share and code loaded on first use
+//   dist/proto/                                      the .proto files (server reflection reads them)
+//   dist/controller/sample-workspace/                what `npm start` copies for its turn
+// Packages stay in node_modules when they cannot be bundled (better-sqlite3's native addon) or are
+// loaded on first use through src/load-on-first-use.ts (ajv, yaml, turndown, @grpc/reflection).
+import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../', import.meta.url));
+const dist = join(root, 'dist');
+
+/** THE list of entry points: output path under dist/ (without .js) -> source. Add new ones here. */
+const entryPoints = {
+  'sidecar/main': 'sidecar/main.ts',
+  'controller/main': 'controller/main.ts',
+};
+// The control plane's CLI (`npm run controller -- serve | workflow run | approvals`), once it exists.
+if (existsSync(join(root, 'controller/control-plane-main.ts'))) entryPoints['controller/control-plane-main'] = 'controller/control-plane-main.ts';
+
+/** Copied as they are: [source, destination under dist/]. */
+const assets = [
+  ['proto', 'proto'],
+  ['controller/sample-workspace', 'controller/sample-workspace'],
+];
+
+/** What a build depends on: if any is newer than the stamp, the build is stale. */
+const inputs = ['src', 'sidecar', 'controller', 'proto', 'package.json', 'package-lock.json', '.ci/build.mjs'];
+const stamp = join(dist, '.build-stamp');
+const lock = join(root, '.tmp', 'build.lock');
+
+function newestMtime(path) {
+  const stat = statSync(path, { throwIfNoEntry: false });
+  if (!stat) return 0;
+  if (!stat.isDirectory()) return stat.mtimeMs;
+  let newest = stat.mtimeMs;
+  for (const entry of readdirSync(path)) newest = Math.max(newest, newestMtime(join(path, entry)));
+  return newest;
+}
+
+function isStale() {
+  const built = statSync(stamp, { throwIfNoEntry: false });
+  if (!built) return true;
+  return inputs.some((input) => newestMtime(join(root, input)) > built.mtimeMs);
+}
+
+/** One build at a time (npm start in two terminals, tests in parallel): a lock folder, bounded wait. */
+async function withLock(action) {
+  mkdirSync(dirname(lock), { recursive: true });
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch (error) {
+      if (error.code !== 'EEXIST') throw error;
+      // A lock older than two minutes belongs to a build that died.
+      const held = statSync(lock, { throwIfNoEntry: false });
+      if (held && Date.now() - held.mtimeMs > 120_000) rmSync(lock, { recursive: true, force: true });
+      if (Date.now() > deadline) throw new Error(`another build holds ${relative(root, lock)} for over two minutes`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  try {
+    return await action();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+async function build() {
+  const esbuild = await import('esbuild');
+  const started = Date.now();
+  const result = await esbuild.build({
+    absWorkingDir: root,
+    entryPoints: Object.fromEntries(Object.entries(entryPoints).map(([out, source]) => [out, join(root, source)])),
+    outdir: dist,
+    bundle: true,
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    packages: 'bundle',
+    // A native addon cannot be bundled; it is only loaded when the Brain database opens.
+    external: ['better-sqlite3'],
+    // Bundled CommonJS packages call require() for Node's built-ins.
+    banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+    sourcemap: 'linked',
+    legalComments: 'none',
+    // Less source text to read, parse and keep: about 4 MiB less resident for the sidecar. Names stay
+    // (readable stack traces); the linked source map gives the TypeScript lines (node --enable-source-maps).
+    minifyWhitespace: true,
+    minifySyntax: true,
+    logLevel: 'warning',
+    metafile: true,
+  });
+  // Files rewritten in place, not a fresh folder: a sidecar already running from dist/ may still
+  // load a chunk on first use. Chunks of earlier builds go once they are an hour old.
+  const written = new Set(Object.keys(result.metafile.outputs).map((path) => join(root, path)));
+  const chunks = join(dist, 'chunks');
+  for (const name of readdirSync(chunks)) {
+    const path = join(chunks, name);
+    if (!written.has(path) && Date.now() - statSync(path).mtimeMs > 3_600_000) rmSync(path, { force: true });
+  }
+  for (const [source, destination] of assets) cpSync(join(root, source), join(dist, destination), { recursive: true });
+  writeFileSync(stamp, `${new Date().toISOString()}\n`);
+  process.stderr.write(`built ${Object.keys(entryPoints).length} entry points into dist/ in ${Date.now() - started} ms\n`);
+}
+
+const ifStale = process.argv.includes('--if-stale');
+if (!ifStale || isStale()) {
+  await withLock(async () => {
+    // Another process may have built while this one waited for the lock.
+    if (!ifStale || isStale()) await build();
+  });
+}
