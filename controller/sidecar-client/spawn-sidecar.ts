@@ -5,12 +5,20 @@ import { ToolRuntimeError } from '../../src/index.js';
 import { runningBuilt, runtimePath } from '../../src/runtime-path.js';
 
 /**
+ * V8 flags for a built sidecar. A 2 MiB young generation (semi-space) instead of 16: a sidecar
+ * allocates briefly per call and keeps little, and with the default the heap swelled to ~65 MiB
+ * of mostly garbage under a long burst of calls (RSS ~115-130 MiB after 50,000 calls, ~100 with
+ * this), at no measured cost in call rate. `npm run sidecar` passes the same.
+ */
+export const SIDECAR_NODE_FLAGS = ['--max-semi-space-size=2'];
+
+/**
  * How to start the sidecar: from the build, plain `node dist/sidecar/main.js` (the same Node as
  * this process, no npm, no tsx); from the sources (development, tests), through tsx.
  */
 export function sidecarCommand(built = runningBuilt): { command: string; args: string[] } {
   return built
-    ? { command: process.execPath, args: [runtimePath('sidecar/main.js')] }
+    ? { command: process.execPath, args: [...SIDECAR_NODE_FLAGS, runtimePath('sidecar/main.js')] }
     : { command: runtimePath('node_modules/.bin/tsx'), args: [runtimePath('sidecar/main.ts')] };
 }
 
