@@ -9,7 +9,6 @@ import { parseCliOptions, USAGE, type CliOptions } from './cli-options.js';
 import { runTurn, type TurnOutcome } from './loop/run-turn.js';
 import type { TurnEvent } from './loop/turn-events.js';
 import { startEmbeddedModel, EMBEDDED_MODEL_NAME } from './model/embedded-model.js';
-import { createOpenAIResponsesModel } from './model/openai-responses-model.js';
 import { createSidecarClient } from './sidecar-client/create-sidecar-client.js';
 import { spawnSidecar, type SpawnedSidecar } from './sidecar-client/spawn-sidecar.js';
 import { renderTurnEvent } from './render-turn-event.js';
@@ -71,6 +70,9 @@ async function runOneTurn(
   progress: (line: string) => void,
 ): Promise<TurnOutcome> {
   const { signal } = io;
+  // The openai SDK loads while the sidecar starts, rather than before it: start-up is on the path.
+  const loadingModel = import('./model/openai-responses-model.js');
+  loadingModel.catch(() => {}); // awaited below; a failure surfaces there
   let address = options.sidecar;
   let token: string | undefined;
   let spawned: SpawnedSidecar | undefined;
@@ -100,6 +102,7 @@ async function runOneTurn(
     cleanups.push(() => embedded.close());
     baseURL = embedded.baseURL;
   }
+  const { createOpenAIResponsesModel } = await loadingModel;
   const model = createOpenAIResponsesModel({
     model: options.embedded ? EMBEDDED_MODEL_NAME : options.model,
     // Servers of one's own (vLLM, a gateway on loopback) often need no key, but the SDK refuses to
