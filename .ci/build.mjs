@@ -3,7 +3,10 @@
 // esbuild, so production runs `node dist/.../main.js` and never transpiles TypeScript at start-up.
 //
 //   node .ci/build.mjs              build now
-//   node .ci/build.mjs --if-stale   build only when a source is newer than the last build (prestart)
+//   node .ci/build.mjs --if-stale   build only when a source is newer than the last build (presidecar)
+//   node .ci/build.mjs --if-stale --then dist/controller/main.js [args...]
+//                                   then run that built entry in this same process with args
+//                                   (npm start: no second node, no second shell, on the path of every turn)
 //
 // Layout (every built file sits one folder below dist/, as src/runtime-path.ts expects):
 //   dist/sidecar/main.js, dist/controller/main.js   the entry points below
@@ -13,8 +16,8 @@
 // Packages stay in node_modules when they cannot be bundled (better-sqlite3's native addon) or are
 // loaded on first use through src/load-on-first-use.ts (ajv, yaml, turndown, @grpc/reflection).
 import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const dist = join(root, 'dist');
@@ -117,10 +120,21 @@ async function build() {
   process.stderr.write(`built ${Object.keys(entryPoints).length} entry points into dist/ in ${Date.now() - started} ms\n`);
 }
 
-const ifStale = process.argv.includes('--if-stale');
+const thenAt = process.argv.indexOf('--then');
+const ourArgs = thenAt === -1 ? process.argv.slice(2) : process.argv.slice(2, thenAt);
+const ifStale = ourArgs.includes('--if-stale');
 if (!ifStale || isStale()) {
   await withLock(async () => {
     // Another process may have built while this one waited for the lock.
     if (!ifStale || isStale()) await build();
   });
+}
+
+if (thenAt !== -1) {
+  const entry = process.argv[thenAt + 1];
+  if (!entry) throw new Error('--then needs the built entry to run, e.g. dist/controller/main.js');
+  const script = resolve(root, entry);
+  // The entry reads its own arguments from process.argv.slice(2), as if node had started it.
+  process.argv = [process.argv[0], script, ...process.argv.slice(thenAt + 2)];
+  await import(pathToFileURL(script).href);
 }

@@ -106,15 +106,18 @@ export async function run(): Promise<BenchRow[]> {
     bare: [join(root, 'bench/fixtures/bare-node.mjs')],
     grpc: [join(root, 'bench/fixtures/minimal-grpc-server.mjs')],
     sidecar: [join(root, 'dist/sidecar/main.js'), ...sidecarArgs],
+    // What ran before the build, in one process (tsx's CLI would add a second): the sources through tsx.
+    source: [join(root, 'sidecar/main.ts'), ...sidecarArgs],
   } as const;
-  const times = { bare: [] as number[], grpc: [] as number[], sidecar: [] as number[] };
-  const rss = { bare: [] as number[], grpc: [] as number[], sidecar: [] as number[] };
+  const flags = { bare: [], grpc: [], sidecar: SIDECAR_NODE_FLAGS, source: ['--import', 'tsx'] };
+  const times = { bare: [] as number[], grpc: [] as number[], sidecar: [] as number[], source: [] as number[] };
+  const rss = { bare: [] as number[], grpc: [] as number[], sidecar: [] as number[], source: [] as number[] };
   try {
     // Interleaved, so the shared machine's load falls on each alike.
     for (let round = 0; round < STARTS; round++) {
-      for (const name of ['bare', 'grpc', 'sidecar'] as const) {
+      for (const name of ['bare', 'grpc', 'sidecar', 'source'] as const) {
         const [script, ...args] = targets[name];
-        const started = await start(script, args, name === 'sidecar' ? SIDECAR_NODE_FLAGS : []);
+        const started = await start(script, args, flags[name]);
         times[name].push(started.ms);
         await settle();
         rss[name].push(rssMiB(started.child.pid!));
@@ -133,29 +136,34 @@ export async function run(): Promise<BenchRow[]> {
     const npmStart: number[] = [];
     const controller: number[] = [];
     const npmAlone: number[] = [];
+    const fromSource: number[] = [];
     const bareRun: number[] = [];
     for (let round = 0; round < NPM_STARTS; round++) {
       npmStart.push(wallMs('npm', ['start', '--silent', '--', '--quiet']));
       controller.push(wallMs(process.execPath, [join(root, 'dist/controller/main.js'), '--quiet']));
       npmAlone.push(wallMs('npm', ['--version']));
+      fromSource.push(wallMs(join(root, 'node_modules/.bin/tsx'), [join(root, 'controller/main.ts'), '--quiet']));
       bareRun.push(wallMs(process.execPath, ['-e', '']));
     }
 
-    const s = { bare: median(times.bare), grpc: median(times.grpc), sidecar: median(times.sidecar) };
-    const m = { bare: median(rss.bare), grpc: median(rss.grpc), sidecar: median(rss.sidecar) };
+    const s = { bare: median(times.bare), grpc: median(times.grpc), sidecar: median(times.sidecar), source: median(times.source) };
+    const m = { bare: median(rss.bare), grpc: median(rss.grpc), sidecar: median(rss.sidecar), source: median(rss.source) };
     const suite = 'startup';
     return [
       { suite, name: 'bare node: start to listening line', value: s.bare, unit: 'ms p50', note: `${STARTS} starts, interleaved` },
       { suite, name: 'minimal grpc-js server: start to listening', value: s.grpc, unit: 'ms p50', reference: 'bare node', ratio: s.grpc / s.bare },
       { suite, name: 'built sidecar: start to listening line', value: s.sidecar, unit: 'ms p50', reference: 'minimal grpc-js server', ratio: s.sidecar / s.grpc, note: `goal ≤ 200 ms; ${(s.sidecar - s.bare).toFixed(0)} ms above bare node` },
+      { suite, name: 'sidecar from source (node --import tsx)', value: s.source, unit: 'ms p50', reference: 'built sidecar', ratio: s.source / s.sidecar, note: 'the pre-build way, for comparison' },
       { suite, name: 'bare node: idle RSS', value: m.bare, unit: 'MiB p50' },
       { suite, name: 'minimal grpc-js server: idle RSS', value: m.grpc, unit: 'MiB p50', reference: 'bare node', ratio: m.grpc / m.bare },
       { suite, name: 'built sidecar: idle RSS', value: m.sidecar, unit: 'MiB p50', reference: 'minimal grpc-js server', ratio: m.sidecar / m.grpc, note: 'goals ≤ 64 MiB and ≤ 1.15×' },
+      { suite, name: 'sidecar from source: idle RSS', value: m.source, unit: 'MiB p50', reference: 'built sidecar', ratio: m.source / m.sidecar, note: 'one process; tsx CLI adds a second' },
       { suite, name: `built sidecar: RSS after ${CALLS.toLocaleString('en-US')} calls`, value: afterCalls, unit: 'MiB', reference: 'the same sidecar idle', ratio: afterCalls / beforeCalls, note: `goal ≤ 120 MiB; todo_read, ${IN_FLIGHT} in flight on one Turn` },
       { suite, name: 'bare node: run to exit', value: median(bareRun), unit: 'ms p50', note: '`node -e ""`' },
       { suite, name: 'npm alone: `npm --version`', value: median(npmAlone), unit: 'ms p50', reference: 'bare node run', ratio: median(npmAlone) / median(bareRun), note: "npm's own start-up, part of every npm start" },
       { suite, name: 'built controller turn: `node dist/controller/main.js`', value: median(controller), unit: 'ms p50', reference: 'bare node run', ratio: median(controller) / median(bareRun), note: 'embedded model, spawned sidecar, one turn' },
-      { suite, name: '`npm start` wall time', value: median(npmStart), unit: 'ms p50', reference: 'bare node run', ratio: median(npmStart) / median(bareRun), note: `goal ≤ 700 ms; ${NPM_STARTS} runs, prestart's staleness check included` },
+      { suite, name: 'the same turn from source: `tsx controller/main.ts`', value: median(fromSource), unit: 'ms p50', reference: 'built controller turn', ratio: median(fromSource) / median(controller), note: 'the pre-build way: tsx, spawning the sidecar through tsx' },
+      { suite, name: '`npm start` wall time', value: median(npmStart), unit: 'ms p50', reference: 'bare node run', ratio: median(npmStart) / median(bareRun), note: `goal ≤ 700 ms; ${NPM_STARTS} runs, the staleness check included` },
     ];
   } finally {
     rmSync(scratch, { recursive: true, force: true });
