@@ -94,8 +94,10 @@ async function build() {
     platform: 'node',
     target: 'node20',
     packages: 'bundle',
-    // A native addon cannot be bundled; it is only loaded when the Brain database opens.
-    external: ['better-sqlite3'],
+    // A native addon cannot be bundled; it is only loaded when the Brain database opens. grpc-js
+    // requires proto-loader (and with it protobufjs) only for channelz and ORCA, which we do not
+    // enable: left out, the sidecar reads about 300 KB less source at every start.
+    external: ['better-sqlite3', '@grpc/proto-loader'],
     // Bundled CommonJS packages call require() for Node's built-ins.
     banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
     sourcemap: 'linked',
