@@ -80,6 +80,24 @@ async function withLock(action) {
   }
 }
 
+/**
+ * zod re-exports every one of its ~50 locales (`z.locales`), about 500 KB of source nobody here
+ * uses: error messages are English (zod's default, configured by zod itself). Only `en` is kept;
+ * `z.locales.en` still works, any other locale is absent from the build.
+ */
+const zodEnglishOnly = {
+  name: 'zod-english-only',
+  setup(build) {
+    build.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+      /[\\/]node_modules[\\/]zod[\\/]/.test(args.importer) ? { path: join(dirname(args.importer), '../locales/en.js'), namespace: 'zod-locales' } : undefined,
+    );
+    build.onLoad({ filter: /.*/, namespace: 'zod-locales' }, (args) => ({
+      contents: `export { default as en } from ${JSON.stringify(args.path)};`,
+      resolveDir: dirname(args.path),
+    }));
+  },
+};
+
 async function build() {
   const esbuild = await import('esbuild');
   const started = Date.now();
@@ -108,6 +126,7 @@ async function build() {
     minifySyntax: true,
     logLevel: 'warning',
     metafile: true,
+    plugins: [zodEnglishOnly],
   });
   // Files rewritten in place, not a fresh folder: a sidecar already running from dist/ may still
   // load a chunk on first use. Chunks of earlier builds go once they are an hour old.

@@ -86,6 +86,10 @@ describe('the built sidecar', () => {
       const result = await turn.call({ callId: 'c1', name: 'read_file', argumentsJson: '{"path": "package.json", "end_line": 3}' }).result;
       expect(result.error).toBeUndefined();
       expect(JSON.stringify(result.content)).toContain('tools-runtime');
+      // zod runs in the bundle (English messages only: the build drops its other locales).
+      const invalid = await turn.call({ callId: 'c2', name: 'read_file', argumentsJson: '{"path": 5}' }).result;
+      expect(invalid.error?.code).toBe('invalid_arguments');
+      expect(JSON.stringify(invalid.content)).toMatch(/path: expected string, got number/);
       await turn.close();
     } finally {
       client.close();
