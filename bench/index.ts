@@ -11,6 +11,7 @@ const suites: Array<[string, () => Promise<{ run: BenchSuite }>]> = [
   ['workflows', () => import('./suites/workflows.js')],
   ['schedules', () => import('./suites/schedules.js')],
   ['faults', () => import('./suites/faults.js')],
+  ['startup', () => import('./suites/startup.js')],
 ];
 
 function format(value: number): string {
