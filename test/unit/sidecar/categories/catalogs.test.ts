@@ -16,12 +16,12 @@ const computer = ['run_command', 'read_file', 'write_file', 'edit_file', 'list_f
 
 describe('the two catalogs pin their tool names', () => {
   let temp: Awaited<ReturnType<typeof makeTempDir>>;
-  const opened: Array<{ close(): void }> = [];
+  const opened: Array<{ close(): Promise<void> }> = [];
   beforeAll(async () => {
     temp = await makeTempDir('catalogs');
   });
   afterAll(async () => {
-    for (const catalogs of opened) catalogs.close();
+    await Promise.all(opened.map((catalogs) => catalogs.close()));
     await temp.remove();
   });
 
