@@ -1,7 +1,8 @@
+import { existsSync } from 'node:fs';
 import type { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import { silentLogger, ToolRuntimeError, type Logger } from '../../../src/index.js';
-import { defaultBrainLimits, type BrainFromWorker, type BrainLimits, type BrainStatus } from './brain-protocol.js';
+import { brainSchemaVersion, defaultBrainLimits, type BrainFromWorker, type BrainLimits, type BrainStatus } from './brain-protocol.js';
 import { toFtsQuery } from './fts-query.js';
 import { startBrainWorker } from './start-brain-worker.js';
 
@@ -101,6 +102,8 @@ export class BrainIndex {
       if (this.current.phase !== 'ready') this.update({ ...this.current, phase: 'failed', error: error.message });
     });
     this.exited = new Promise((resolve) => this.worker.once('exit', () => resolve()));
+    // An index kept from an earlier run answers at once, before the worker has even started.
+    if (existsSync(options.databasePath)) void this.openReader(true);
   }
 
   /**
@@ -216,12 +219,25 @@ export class BrainIndex {
     else if (message.type === 'opened') void this.openReader();
   }
 
-  private async openReader(): Promise<void> {
+  /**
+   * Opens the read connection: once the worker says the database is ready (`kept` false), or at
+   * start on a database kept from an earlier run (`kept`), which is used only when it is a complete
+   * index of this layout and folder; otherwise the worker's `opened` comes later.
+   */
+  private async openReader(kept = false): Promise<void> {
     try {
       // Loaded here, not at the top: a sidecar without Brain never loads the SQLite binding.
       const { default: Sqlite } = await import('better-sqlite3');
       if (this.closing || this.db) return;
       const db = new Sqlite(this.options.databasePath, { readonly: true, fileMustExist: true });
+      if (kept) {
+        const usable = keptIndexPages(db, this.options.brainDir);
+        if (usable === undefined) {
+          db.close();
+          return;
+        }
+        if (this.current.generation === 0) this.current = { ...this.current, phase: 'ready', pagesFound: usable, pagesIndexed: usable };
+      }
       // ORDER BY rank lets FTS5 sort by bm25 (title weighs 5, text 1) itself and compute snippets
       // for the rows returned only; ordering by a bm25() column made a snippet for every match.
       this.searchStatement = db.prepare(
@@ -235,6 +251,11 @@ export class BrainIndex {
       this.wake();
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
+      if (kept) {
+        // Whatever is wrong with the kept file, the worker rebuilds it and says so.
+        this.logger.debug('kept brain index not usable at start', { component: 'brain', error: message });
+        return;
+      }
       this.logger.error('brain index could not be read', { component: 'brain', error: message });
       this.update({ ...this.current, phase: 'failed', error: message });
     }
@@ -248,4 +269,13 @@ export class BrainIndex {
   private wake(): void {
     for (const waiter of [...this.waiters]) waiter();
   }
+}
+
+/** The page count of a complete index of this layout for `brainDir`, or undefined. */
+function keptIndexPages(db: Database.Database, brainDir: string): number | undefined {
+  const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").get() !== undefined;
+  if (!hasMeta) return undefined;
+  const meta = new Map((db.prepare('SELECT key, value FROM meta').all() as Array<{ key: string; value: string }>).map((row) => [row.key, row.value]));
+  if (meta.get('schema') !== brainSchemaVersion || meta.get('brain_dir') !== brainDir || meta.get('complete') !== '1') return undefined;
+  return (db.prepare('SELECT count(*) AS n FROM pages').get() as { n: number }).n;
 }

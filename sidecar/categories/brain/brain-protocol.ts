@@ -3,6 +3,9 @@
  * writes (initial build, watcher updates, reconcile); the main thread only reads the database.
  */
 
+/** The Brain database's layout version (see brain-store.ts); an index of another is rebuilt. */
+export const brainSchemaVersion = '2';
+
 /** The Brain's caps: passing one is logged and reported in `recall`'s answer. */
 export interface BrainLimits {
   /** Pages indexed at most; pages past it (in path order at build time, later ones after) are left out. */

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { brainSchemaVersion } from './brain-protocol.js';
 
 /**
  * The Brain database's layout, shared by the writer (the upkeep worker) and the reader (the main
@@ -8,8 +9,6 @@ import Database from 'better-sqlite3';
  * external-content FTS5 table over `pages` joined by that rowid, kept in step by triggers, so a
  * delete or a lookup goes by key and the page text is stored once.
  */
-export const brainSchemaVersion = '2';
-
 const schema = `
   CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
   CREATE TABLE IF NOT EXISTS pages (

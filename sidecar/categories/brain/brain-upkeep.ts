@@ -149,6 +149,8 @@ export class BrainUpkeep {
         buildMs,
       });
       this.reportCaps();
+    } else {
+      this.log(written > 0 ? 'info' : 'debug', 'brain index rescanned', { pagesFound: found.size, pagesWritten: written, ms });
     }
     this.publish();
     this.scheduleReconcile();
