@@ -43,6 +43,11 @@ export interface BrainIndexOptions {
   debounceMs?: number;
   /** Milliseconds between progress lines while building. Default 1,000. */
   progressIntervalMs?: number;
+  /**
+   * The upkeep thread's nice value where the platform has per-thread priorities (Linux). Default
+   * 10: when the machine is busy, the thread serving calls gets the CPU before the index's upkeep.
+   */
+  niceness?: number;
 }
 
 /** How a read waits for the first build. */
@@ -95,6 +100,7 @@ export class BrainIndex {
       reconcileIntervalMs: options.reconcileIntervalMs ?? 60_000,
       debounceMs: options.debounceMs ?? 50,
       progressIntervalMs: options.progressIntervalMs ?? 1_000,
+      niceness: options.niceness ?? 10,
     });
     this.worker.on('message', (message: BrainFromWorker) => this.receive(message));
     this.worker.on('error', (error) => {

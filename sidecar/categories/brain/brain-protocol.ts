@@ -61,6 +61,8 @@ export interface BrainWorkerData {
   debounceMs: number;
   /** Milliseconds between progress lines in the log while building. */
   progressIntervalMs: number;
+  /** The worker thread's nice value (Linux), so the calls' thread wins the CPU over upkeep. */
+  niceness: number;
 }
 
 export type BrainToWorker = { type: 'close' } | { type: 'reconcile' };

@@ -70,6 +70,8 @@ export class BrainStore {
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 5000');
+    // FTS5 merges segments as it goes; a larger page cache than the 2 MB default keeps them in memory.
+    this.db.pragma('cache_size = -16384');
     const hasMeta = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").get() !== undefined;
     const meta = (key: string) =>
       hasMeta ? (this.db.prepare('SELECT value FROM meta WHERE key = ?').get(key) as { value: string } | undefined)?.value : undefined;

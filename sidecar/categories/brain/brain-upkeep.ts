@@ -41,6 +41,8 @@ export class BrainUpkeep {
   private reconcileTimer: NodeJS.Timeout | undefined;
   private closing = false;
   private lastProgressLog = 0;
+  // Where a build's time goes (logged with "brain index built").
+  private readonly timing = { scanMs: 0, readWaitMs: 0, writeMs: 0 };
 
   constructor(
     private readonly options: BrainWorkerData,
@@ -131,6 +133,9 @@ export class BrainUpkeep {
     const started = performance.now();
     const building = this.status.phase !== 'ready';
     const found = await scanPages({ root: this.options.brainDir });
+    this.timing.scanMs = Math.round(performance.now() - started);
+    this.timing.readWaitMs = 0;
+    this.timing.writeMs = 0;
     this.status.pagesFound = found.size;
     for (const id of this.skipped.keys()) if (!found.has(id)) this.skipped.delete(id);
     if (building) this.log('info', 'brain index: building', { pagesFound: found.size, pagesIndexed: this.store.pages.size, scanMs: Math.round(performance.now() - started) });
@@ -147,6 +152,9 @@ export class BrainUpkeep {
         pagesWritten: written,
         megabytes: Number((this.store.totalBytes / 1e6).toFixed(1)),
         buildMs,
+        scanMs: this.timing.scanMs,
+        readWaitMs: Math.round(this.timing.readWaitMs),
+        writeMs: Math.round(this.timing.writeMs),
       });
       this.reportCaps();
     } else {
@@ -209,12 +217,16 @@ export class BrainUpkeep {
     let written = 0;
     let next = batches.length > 0 ? this.read(batches[0]!) : undefined;
     for (let index = 0; index < batches.length; index++) {
+      const waitStarted = performance.now();
       const writes = await next!;
+      this.timing.readWaitMs += performance.now() - waitStarted;
       if (this.closing) return written;
       // Start reading the next batch before writing this one: the reads run on libuv's threads.
       next = index + 1 < batches.length ? this.read(batches[index + 1]!) : undefined;
       const { admitted, evicted } = this.admit(writes);
+      const writeStarted = performance.now();
       this.store.apply(admitted, evicted);
+      this.timing.writeMs += performance.now() - writeStarted;
       written += admitted.length;
       this.publish();
       if (progress && performance.now() - this.lastProgressLog >= this.options.progressIntervalMs) {

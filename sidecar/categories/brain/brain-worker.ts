@@ -1,6 +1,8 @@
 // The Brain's upkeep worker thread: the entry `startBrainWorker` starts. It owns every write to the
 // Brain database (build, watcher updates, reconcile), so none of that work runs on the sidecar's
 // main thread, where the calls are served.
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { BrainFromWorker, BrainToWorker, BrainWorkerData } from './brain-protocol.js';
 import { BrainUpkeep } from './brain-upkeep.js';
@@ -9,9 +11,20 @@ const port = parentPort;
 if (!port) throw new Error('brain-worker.ts runs as a worker thread (see start-brain-worker.ts)');
 const post = (message: BrainFromWorker) => port.postMessage(message);
 
+const data = workerData as BrainWorkerData;
+// Linux keeps nice values per thread: /proc/thread-self names this thread's id, and setting its
+// priority leaves the sidecar's main thread (which serves the calls) as it is.
+if (data.niceness !== 0) {
+  try {
+    setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), data.niceness);
+  } catch {
+    // No per-thread priority here (not Linux, or not permitted): upkeep runs at the process's.
+  }
+}
+
 let upkeep: BrainUpkeep | undefined;
 try {
-  upkeep = new BrainUpkeep(workerData as BrainWorkerData, post);
+  upkeep = new BrainUpkeep(data, post);
   upkeep.start();
 } catch (error) {
   const message = error instanceof Error ? error.message : String(error);

@@ -6,71 +6,11 @@ import { rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ToolSidecarServiceClient, TurnKind, type TurnContext, type TurnResponse } from '../../../src/gen/toolruntime/v1/sidecar.js';
+import { ToolSidecarServiceClient } from '../../../src/gen/toolruntime/v1/sidecar.js';
 import { generateBrainCorpus } from '../../fixtures/brain-corpus.js';
+import { openTaskTurn as openTurn } from '../../fixtures/task-turn.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
 import { makeTempDir } from '../../unit/sidecar/categories/tool-harness.js';
-
-const resultSchemaJson = JSON.stringify({ type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'], additionalProperties: false });
-const taskTurn = (): TurnContext => ({
-  agentId: 'agent-brain',
-  turnId: `t-${Math.random()}`,
-  kind: TurnKind.TURN_KIND_WORKFLOW_TASK,
-  enabledSkills: [],
-  canSpawnJobs: false,
-  brainEnabled: true,
-  resultSchemaJson,
-  labels: {},
-  controlPlane: false,
-  approvalPolicy: undefined,
-});
-
-interface CallOutcome {
-  text: string;
-  /** The error code, empty on success. */
-  error: string;
-  details: Record<string, unknown>;
-}
-
-/** An open Turn: `call` sends one call and resolves with its result; `end` half-closes and waits. */
-async function openTurn(client: ToolSidecarServiceClient) {
-  const stream = client.turn({ deadline: Date.now() + 60_000 });
-  const pending = new Map<string, (outcome: CallOutcome) => void>();
-  let toolSet: (() => void) | undefined;
-  const ended = new Promise<void>((resolve, reject) => {
-    stream.on('end', resolve);
-    stream.on('error', reject);
-  });
-  // A test that fails mid-turn leaves the stream to the sidecar's shutdown: not an unhandled error.
-  ended.catch(() => {});
-  stream.on('data', (response: TurnResponse) => {
-    if (response.event?.$case === 'toolSet') toolSet?.();
-    if (response.event?.$case !== 'result') return;
-    const result = response.event.value;
-    pending.get(response.callId)?.({
-      text: result.content.map((part) => (part.part?.$case === 'text' ? part.part.value : '')).join(''),
-      error: result.error?.code ?? '',
-      details: result.detailsJson ? (JSON.parse(result.detailsJson) as Record<string, unknown>) : {},
-    });
-  });
-  await new Promise<void>((resolve) => {
-    toolSet = resolve;
-    stream.write({ request: { $case: 'open', value: { context: taskTurn() } } });
-  });
-  let next = 0;
-  return {
-    call(name: string, args: unknown, deadlineMs: number): Promise<CallOutcome> {
-      const callId = `c${next++}`;
-      const outcome = new Promise<CallOutcome>((resolve) => pending.set(callId, resolve));
-      stream.write({ request: { $case: 'call', value: { callId, name, namespace: '', argumentsJson: JSON.stringify(args), deadlineMs, traceparent: '', tracestate: '' } } });
-      return outcome;
-    },
-    async end() {
-      stream.end();
-      await ended;
-    },
-  };
-}
 
 async function eventually(probe: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
   const until = Date.now() + timeoutMs;
