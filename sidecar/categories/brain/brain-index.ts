@@ -235,7 +235,9 @@ export class BrainIndex {
       // Loaded here, not at the top: a sidecar without Brain never loads the SQLite binding.
       const { default: Sqlite } = await import('better-sqlite3');
       if (this.closing || this.db) return;
-      const db = new Sqlite(this.options.databasePath, { readonly: true, fileMustExist: true });
+      // A WAL reader is not blocked by the writer; the short busy timeout bounds the rare exception
+      // (recovery after a crash) instead of better-sqlite3's 5 s default on the calls' thread.
+      const db = new Sqlite(this.options.databasePath, { readonly: true, fileMustExist: true, timeout: 200 });
       if (kept) {
         const usable = keptIndexPages(db, this.options.brainDir);
         if (usable === undefined) {

@@ -1,8 +1,9 @@
-import { readFile, lstat } from 'node:fs/promises';
+import { lstat } from 'node:fs/promises';
 import path from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { BrainFromWorker, BrainStatus, BrainWorkerData } from './brain-protocol.js';
 import { BrainStore, type PageWrite } from './brain-store.js';
+import { readPages } from './read-pages.js';
 import { isPagePath, scanPages, type PageStamp } from './scan-pages.js';
 import { createTreeWatcher, type TreeWatcher } from './tree-watcher.js';
 
@@ -11,16 +12,6 @@ import { createTreeWatcher, type TreeWatcher } from './tree-watcher.js';
 const BATCH_BYTES = 4 * 1024 * 1024;
 const BATCH_PAGES = 1_000;
 const READ_CONCURRENCY = 16;
-
-/** A page's title: front matter `title:`, else the first `# heading`, else the file name. */
-export function pageTitle(id: string, content: string): string {
-  const frontMatter = content.startsWith('---') ? content.slice(0, content.indexOf('\n---', 3) + 1) : '';
-  return (
-    /^title:\s*(.+)$/m.exec(frontMatter)?.[1]?.trim() ||
-    /^#\s+(.+)$/m.exec(content.slice(0, 64 * 1024))?.[1]?.trim() ||
-    path.basename(id, path.extname(id))
-  );
-}
 
 /**
  * The Brain's upkeep, run in its worker thread: builds the index in the background (reusing an
@@ -40,6 +31,8 @@ export class BrainUpkeep {
   private dirtyTimer: NodeJS.Timeout | undefined;
   private reconcileTimer: NodeJS.Timeout | undefined;
   private closing = false;
+  private readonly read = (entries: Array<[string, PageStamp]>) =>
+    readPages({ root: this.options.brainDir, entries, maxPageBytes: this.options.limits.maxPageBytes, concurrency: READ_CONCURRENCY });
   private lastProgressLog = 0;
   // Where a build's time goes (logged with "brain index built").
   private readonly timing = { scanMs: 0, readWaitMs: 0, writeMs: 0 };
@@ -240,26 +233,6 @@ export class BrainUpkeep {
       await yieldToLoop();
     }
     return written;
-  }
-
-  /** Reads pages, `READ_CONCURRENCY` at a time; a page that vanished is left out. */
-  private async read(entries: Array<[string, PageStamp]>): Promise<PageWrite[]> {
-    const { brainDir, limits } = this.options;
-    const out: Array<PageWrite | undefined> = new Array(entries.length);
-    let cursor = 0;
-    const reader = async () => {
-      while (cursor < entries.length) {
-        const index = cursor++;
-        const [id, stamp] = entries[index]!;
-        const bytes = await readFile(path.join(brainDir, id)).catch(() => undefined);
-        if (!bytes) continue;
-        const truncated = bytes.length > limits.maxPageBytes;
-        const content = (truncated ? bytes.subarray(0, limits.maxPageBytes) : bytes).toString('utf8').replace(/\uFFFD$/, '');
-        out[index] = { path: id, ...stamp, bytes: Math.min(bytes.length, limits.maxPageBytes), truncated, title: pageTitle(id, content), content };
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(READ_CONCURRENCY, entries.length) }, reader));
-    return out.filter((page): page is PageWrite => page !== undefined);
   }
 
   /**
