@@ -38,7 +38,10 @@ function rssMegabytes(pid: number): number {
 
 /** Inserts every page's text into a bare FTS5 table (same tokenizer), 4 MB per transaction; ms. */
 async function bareInsertMs(corpus: BrainCorpus, dir: string): Promise<number> {
-  const texts = await Promise.all(corpus.ids.map((id) => readFile(path.join(corpus.dir, id), 'utf8')));
+  const texts: string[] = [];
+  for (let from = 0; from < corpus.ids.length; from += 256) {
+    texts.push(...(await Promise.all(corpus.ids.slice(from, from + 256).map((id) => readFile(path.join(corpus.dir, id), 'utf8')))));
+  }
   const db = new Database(path.join(dir, 'bare.sqlite'));
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
