@@ -117,17 +117,15 @@ export function parseSidecarArgs(argv: string[], env: NodeJS.ProcessEnv = proces
     ? resolve(values['state-dir'])
     : join(homedir(), '.local', 'state', 'tools-runtime', createHash('sha256').update(workspace).digest('hex').slice(0, 16));
 
-  const positive = (flag: keyof typeof flags, text: string) => {
+  const limits: SidecarLimits = { ...defaultSidecarLimits };
+  for (const [flag, key] of limitFlags) {
+    const text = values[flag] as string | undefined;
+    if (text === undefined) continue;
     const value = Number(text);
     if (!/^\d+$/.test(text) || !Number.isSafeInteger(value) || value <= 0) {
       throw new SidecarUsageError(`--${flag}: expected a positive integer, got ${JSON.stringify(text)}`);
     }
-    return value;
-  };
-  const limits: SidecarLimits = { ...defaultSidecarLimits };
-  for (const [flag, key] of limitFlags) {
-    const text = values[flag] as string | undefined;
-    if (text !== undefined) limits[key] = positive(flag, text);
+    limits[key] = value;
   }
   if (limits.defaultCallDeadlineMs > limits.maxCallDeadlineMs) limits.maxCallDeadlineMs = limits.defaultCallDeadlineMs;
 
@@ -173,7 +171,11 @@ export function parseSidecarArgs(argv: string[], env: NodeJS.ProcessEnv = proces
     const text = values[flag] as string | undefined;
     if (text === undefined) continue;
     if (!values.brain) throw new SidecarUsageError(`--${flag} needs --brain DIR`);
-    config.brainLimits = { ...config.brainLimits, [key]: positive(flag, text) };
+    const value = Number(text);
+    if (!/^\d+$/.test(text) || !Number.isSafeInteger(value) || value <= 0) {
+      throw new SidecarUsageError(`--${flag}: expected a positive integer, got ${JSON.stringify(text)}`);
+    }
+    config.brainLimits = { ...config.brainLimits, [key]: value };
   }
   if (values.skills) config.skillsDir = existingDir('skills', values.skills);
 
