@@ -4,7 +4,7 @@
  */
 
 /** The Brain database's layout version (see brain-store.ts); an index of another is rebuilt. */
-export const brainSchemaVersion = '2';
+export const brainSchemaVersion = '3';
 
 /** The Brain's caps: passing one is logged and reported in `recall`'s answer. */
 export interface BrainLimits {
