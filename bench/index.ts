@@ -12,6 +12,7 @@ const suites: Array<[string, () => Promise<{ run: BenchSuite }>]> = [
   ['schedules', () => import('./suites/schedules.js')],
   ['faults', () => import('./suites/faults.js')],
   ['startup', () => import('./suites/startup.js')],
+  ['brain', () => import('./suites/brain.js')],
 ];
 
 function format(value: number): string {
