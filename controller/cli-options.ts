@@ -21,6 +21,10 @@ export interface CliOptions {
   toolSearch: ToolSearchMode;
   flattenNamespaces: boolean;
   maxModelCalls: number;
+  /** The longest `retry-after` the model client honours, in ms. */
+  maxRetryAfterMs: number;
+  /** The longest silence between chunks of a model response, in ms (0: none). */
+  streamIdleTimeoutMs: number;
   eventsFile?: string;
   agentId: string;
   /** The control-plane store's folder (opened when the turn first uses a control-plane tool). */
@@ -56,6 +60,11 @@ Options:
                           api.openai.com, client for any other endpoint)
   --flatten-namespaces    send namespaced tools as plain functions named namespace__name
   --max-model-calls N     stop after N model calls (default 50)
+  --max-retry-after-ms N  honour a 429/5xx retry-after up to N ms (default 60000); a longer one
+                          ends the turn with it as the reason
+  --stream-idle-timeout-ms N
+                          end the turn when the model server sends nothing for N ms once it
+                          answered (default 300000; 0: wait forever)
   --events-file FILE      write the turn's events as JSON lines to FILE
   --agent-id ID           the agent the turn belongs to (default: cli-agent)
   --data-dir DIR          the control-plane store for the workflow tools (default:
@@ -68,7 +77,18 @@ Options:
   --help                  this text
 
 Environment: OPENAI_API_KEY (the key), OPENAI_BASE_URL (the endpoint), as the openai SDK reads them.
-Exit status: 0 when the turn completed; 1 with a one-line reason otherwise; 2 on bad usage.`;
+Exit status: 0 when the turn completed; 1 with a one-line reason otherwise; 2 on bad usage;
+3 when the model's answer was cut off (incomplete; the part that came is printed);
+4 when the provider reported the response failed or cancelled.`;
+
+function nonNegativeInteger(text: string | undefined, fallback: number, flag: string): number {
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (text.trim() === '' || !Number.isSafeInteger(value) || value < 0) {
+    throw new ToolRuntimeError('invalid_request', `${flag} must be a whole number of milliseconds (0 or more), not "${text}"`);
+  }
+  return value;
+}
 
 /**
  * Parses the CLI flags (and `OPENAI_API_KEY` / `OPENAI_BASE_URL` from `env`).
@@ -96,6 +116,8 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
         'tool-search': { type: 'string' },
         'flatten-namespaces': { type: 'boolean' },
         'max-model-calls': { type: 'string' },
+        'max-retry-after-ms': { type: 'string' },
+        'stream-idle-timeout-ms': { type: 'string' },
         'events-file': { type: 'string' },
         'agent-id': { type: 'string' },
         'data-dir': { type: 'string' },
@@ -118,6 +140,8 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
   if (!Number.isInteger(maxModelCalls) || maxModelCalls < 1) {
     throw new ToolRuntimeError('invalid_request', `--max-model-calls must be a positive integer, not "${parsed['max-model-calls']}"`);
   }
+  const maxRetryAfterMs = nonNegativeInteger(parsed['max-retry-after-ms'], 60_000, '--max-retry-after-ms');
+  const streamIdleTimeoutMs = nonNegativeInteger(parsed['stream-idle-timeout-ms'], 300_000, '--stream-idle-timeout-ms');
   const approve = parsed.approve ?? 'destructive';
   if (approve !== 'never' && approve !== 'destructive' && approve !== 'all') {
     throw new ToolRuntimeError('invalid_request', `--approve must be "never", "destructive" or "all", not "${approve}"`);
@@ -139,6 +163,8 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
     toolSearch,
     flattenNamespaces: parsed['flatten-namespaces'] === true,
     maxModelCalls,
+    maxRetryAfterMs,
+    streamIdleTimeoutMs,
     ...(parsed['events-file'] ? { eventsFile: parsed['events-file'] } : {}),
     agentId: parsed['agent-id'] ?? 'cli-agent',
     dataDir: parsed['data-dir'] ?? defaultDataDir(),

@@ -3,14 +3,13 @@ import { createWriteStream } from 'node:fs';
 import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { errorMessage, isToolRuntimeError } from '../src/index.js';
 import { createTerminalApprover, denyWithoutTerminal, recordApprovals } from './approvals/terminal-approver.js';
+import { runtimePath } from '../src/runtime-path.js';
 import { parseCliOptions, USAGE, type CliOptions } from './cli-options.js';
 import { runTurn, type TurnOutcome } from './loop/run-turn.js';
-import type { TurnEvent } from './loop/turn-events.js';
+import type { TurnEvent, TurnStatus } from './loop/turn-events.js';
 import { startEmbeddedModel, EMBEDDED_MODEL_NAME } from './model/embedded-model.js';
-import { createOpenAIResponsesModel } from './model/openai-responses-model.js';
 import { createSidecarClient } from './sidecar-client/create-sidecar-client.js';
 import type { ApproveCallback } from './sidecar-client/sidecar-types.js';
 import { spawnSidecar, type SpawnedSidecar } from './sidecar-client/spawn-sidecar.js';
@@ -18,7 +17,10 @@ import { renderTurnEvent } from './render-turn-event.js';
 import { createTurnControlPlane } from './control-plane/cli/turn-control-plane.js';
 import { renderRunnerEvent } from './control-plane/cli/workflow-run-command.js';
 
-const sampleWorkspace = fileURLToPath(new URL('./sample-workspace/', import.meta.url));
+const sampleWorkspace = runtimePath('controller/sample-workspace/');
+
+/** Exit codes of turn statuses other than 0 (completed, terminated) and 1 (any other failure). */
+export const EXIT_CODES: Partial<Record<TurnStatus, number>> = { incomplete: 3, model_failed: 4 };
 
 /** What the CLI needs from its process. */
 export interface CliIo {
@@ -36,7 +38,7 @@ export interface CliIo {
 
 /**
  * The controller CLI: one text turn from one command. Returns the exit code (0 completed, 1 failed
- * with a one-line reason on stderr, 2 bad usage). Everything it starts (the sidecar child, the
+ * with a one-line reason on stderr, 2 bad usage, 3 answer cut off, 4 response failed: `EXIT_CODES`). Everything it starts (the sidecar child, the
  * embedded model, the temporary workspace) is stopped before it returns, also on abort.
  */
 export async function runCli(io: CliIo): Promise<number> {
@@ -61,8 +63,10 @@ export async function runCli(io: CliIo): Promise<number> {
       io.stdout.write(`${outcome.finalText}\n`);
       return 0;
     }
+    // A cut-off answer is still printed: the part that came, then the reason.
+    if (outcome.status === 'incomplete' && outcome.finalText) io.stdout.write(`${outcome.finalText}\n`);
     io.stderr.write(`error: turn ${outcome.status}: ${outcome.error ?? 'no reason given'}\n`);
-    return 1;
+    return EXIT_CODES[outcome.status] ?? 1;
   } catch (error) {
     const reason = isToolRuntimeError(error, 'aborted') || io.signal.aborted ? 'aborted' : errorMessage(error);
     io.stderr.write(`error: ${reason.split('\n')[0]}\n`);
@@ -79,6 +83,9 @@ async function runOneTurn(
   progress: (line: string) => void,
 ): Promise<TurnOutcome> {
   const { signal } = io;
+  // The openai SDK loads while the sidecar starts, rather than before it: start-up is on the path.
+  const loadingModel = import('./model/openai-responses-model.js');
+  loadingModel.catch(() => {}); // awaited below; a failure surfaces there
   let address = options.sidecar;
   let token: string | undefined;
   let spawned: SpawnedSidecar | undefined;
@@ -108,6 +115,7 @@ async function runOneTurn(
     cleanups.push(() => embedded.close());
     baseURL = embedded.baseURL;
   }
+  const { createOpenAIResponsesModel } = await loadingModel;
   const model = createOpenAIResponsesModel({
     model: options.embedded ? EMBEDDED_MODEL_NAME : options.model,
     // Servers of one's own (vLLM, a gateway on loopback) often need no key, but the SDK refuses to
@@ -115,6 +123,8 @@ async function runOneTurn(
     apiKey: options.embedded ? 'embedded-no-key' : (options.apiKey ?? 'no-key'),
     ...(baseURL ? { baseURL } : {}),
     stream: options.stream,
+    maxRetryAfterMs: options.maxRetryAfterMs,
+    streamIdleTimeoutMs: options.streamIdleTimeoutMs,
     includeEncryptedReasoning: !options.embedded && (!baseURL || new URL(baseURL).hostname === 'api.openai.com'),
   });
 

@@ -14,7 +14,8 @@ export function renderTurnEvent(event: TurnEvent): string | undefined {
       return `… asking the model (call ${event.iteration}, ${event.inputItems} input items, ${event.tools} tools)`;
     case 'model-response': {
       const usage = event.usage ? `, ${event.usage.input_tokens ?? '?'} in / ${event.usage.output_tokens ?? '?'} out tokens` : '';
-      return `✓ model answered: ${event.functionCalls} tool call${event.functionCalls === 1 ? '' : 's'}${usage}`;
+      const ended = event.status ? ` (${event.status}: ${event.reason})` : '';
+      return `${event.status ? '✗' : '✓'} model answered: ${event.functionCalls} tool call${event.functionCalls === 1 ? '' : 's'}${usage}${ended}`;
     }
     case 'activity-started':
       return `  → ${event.label}`;

@@ -29,15 +29,31 @@ function localResult(callId: string, text: string, label: string, error?: { code
 
 /**
  * Runs one model response's function calls: parallel tools together, a sequential tool as a
- * barrier (it waits for every earlier call and holds back every later one). The controller's own
+ * barrier (it waits for every earlier call and holds back every later one). At most
+ * `turn.maxCallsInFlight` calls are at the sidecar at once: the rest wait, in call order, for a
+ * result to free a place (the sidecar refuses more with `too_many_calls`). The controller's own
  * `tool_search` and calls to deferred tools that were never loaded are answered locally.
  * Resolves with exactly one result per call, in call order; never rejects. Aborting `signal`
- * cancels the calls in flight (they still get their `aborted` results).
+ * cancels the calls in flight (they still get their `aborted` results) and the queued ones are
+ * sent already aborted, so they resolve `aborted` at once.
  */
 export async function dispatchCalls(options: DispatchCallsOptions): Promise<DispatchedCall[]> {
   const { catalog, turn, signal, emit } = options;
   const results: Array<Promise<CallResult>> = [];
   let inFlight: Array<Promise<CallResult>> = [];
+  const limit = turn.maxCallsInFlight && turn.maxCallsInFlight > 0 ? turn.maxCallsInFlight : Number.POSITIVE_INFINITY;
+  let atSidecar = 0;
+  let freed: (() => void) | undefined;
+  /** Resolves once a place is free; only the dispatch loop waits here, so waiters keep call order. */
+  const place = async () => {
+    while (atSidecar >= limit) await new Promise<void>((resolve) => (freed = resolve));
+  };
+  const release = () => {
+    atSidecar--;
+    const wake = freed;
+    freed = undefined;
+    wake?.();
+  };
 
   const start = (call: FunctionCallItem, resolved: ResolvedCall): Promise<CallResult> => {
     if (resolved.kind === 'client-search') {
@@ -56,6 +72,7 @@ export async function dispatchCalls(options: DispatchCallsOptions): Promise<Disp
       emit({ type: 'activity-completed', callId: call.call_id, name: call.name, label: result.completedLabel, durationMs: 0, error: { code: 'unknown_tool', message } });
       return Promise.resolve(result);
     }
+    atSidecar++;
     const handle = turn.call(
       {
         callId: call.call_id,
@@ -77,6 +94,7 @@ export async function dispatchCalls(options: DispatchCallsOptions): Promise<Disp
         }
       }
       const result = await handle.result;
+      release();
       emit({
         type: 'activity-completed',
         callId: call.call_id,
@@ -92,6 +110,8 @@ export async function dispatchCalls(options: DispatchCallsOptions): Promise<Disp
   for (const call of options.calls) {
     const resolved = catalog.resolve(call);
     const sequential = resolved.kind === 'sidecar' && resolved.tool?.executionMode === 'sequential';
+    // Parallel calls under the limit start in the same tick, as before the limit was known.
+    if (resolved.kind === 'sidecar' && atSidecar >= limit) await place();
     if (sequential) {
       await Promise.all(inFlight);
       const result = start(call, resolved);

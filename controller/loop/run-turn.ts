@@ -1,8 +1,9 @@
 import { errorMessage, isToolRuntimeError } from '../../src/index.js';
-import { isFunctionCall, outputText, type ResponseItem, type ResponsesModel } from '../model/responses-model.js';
-import type { ToolTurn } from '../sidecar-client/sidecar-types.js';
+import { isFunctionCall, outputText, type FunctionCallItem, type ResponseItem, type ResponsesModel } from '../model/responses-model.js';
+import type { CallResult, ToolTurn } from '../sidecar-client/sidecar-types.js';
+import { cutOffResult, isCutOff, stoppedResult } from './calls-not-run.js';
 import type { ToolSearchMode } from './collect-provider-tools.js';
-import { dispatchCalls } from './dispatch-calls.js';
+import { dispatchCalls, type DispatchedCall } from './dispatch-calls.js';
 import { createToolCatalog } from './tool-catalog.js';
 import { toFunctionOutput } from './to-function-output.js';
 import type { TurnEvent, TurnStatus } from './turn-events.js';
@@ -44,6 +45,13 @@ export interface TurnOutcome {
   error?: string;
 }
 
+/** Records one output per call, in call order. */
+function recordOutputs(input: ResponseItem[], results: Array<{ call: FunctionCallItem; result: CallResult }>): void {
+  for (const { call, result } of results) {
+    input.push({ type: 'function_call_output', call_id: call.call_id, output: toFunctionOutput(result.content) });
+  }
+}
+
 /** The default base prompt. */
 export const DEFAULT_BASE_INSTRUCTIONS =
   'You are an agent working in a user\'s workspace through tools. Plan with the todo list when the ' +
@@ -55,6 +63,12 @@ export const DEFAULT_BASE_INSTRUCTIONS =
  * call, in call order; repeats until the model calls no tool, a result terminates the turn, the
  * sidecar fails, the signal aborts, or `maxModelCalls` is reached. Never throws: failures are a
  * status on the outcome (and a `turn-finished` event).
+ *
+ * A response that did not complete, streamed or not: a call cut off mid-arguments never runs and
+ * gets an error output saying so (the model can retry with less), the complete calls beside it
+ * run; an answer cut off ends the turn `incomplete`; a `failed` or `cancelled` response ends it
+ * `model_failed` with its reason. The calls of the last response the model-call limit allows are
+ * not run (no model would read their outputs): each gets an output saying the turn stopped.
  */
 export async function runTurn(options: RunTurnOptions): Promise<TurnOutcome> {
   const { model, turn } = options;
@@ -88,8 +102,9 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutcome> {
     deferredTools: turn.tools.filter((tool) => tool.deferLoading).length,
   });
 
-  while (modelCalls < maxModelCalls) {
+  for (;;) {
     if (signal.aborted) return finish('aborted', lastText, 'the turn was aborted');
+    if (modelCalls >= maxModelCalls) return finish('max_model_calls', lastText, `the model-call limit is ${maxModelCalls}`);
     const tools = catalog.providerTools();
     emit({ type: 'model-request', iteration: modelCalls + 1, inputItems: input.length, tools: tools.length });
     let response;
@@ -110,26 +125,50 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutcome> {
       ...(response.usage ? { usage: response.usage } : {}),
       functionCalls: calls.length,
       outputItems: response.output.length,
+      ...(response.status ? { status: response.status, reason: response.reason ?? '' } : {}),
     });
     input.push(...response.output);
-    lastText = outputText(response.output) || lastText;
-    if (calls.length === 0) return finish('completed', outputText(response.output));
+    const text = outputText(response.output);
+    lastText = text || lastText;
+    const notRun = (why: string) => recordOutputs(input, calls.map((call) => ({ call, result: stoppedResult(call, why) })));
+    if (response.status === 'failed' || response.status === 'cancelled') {
+      const reason = `the model response ${response.status}: ${response.reason ?? 'no reason given'}`;
+      notRun(`because ${reason}`);
+      return finish('model_failed', lastText, reason);
+    }
+    if (calls.length === 0) {
+      if (response.status === 'incomplete') return finish('incomplete', text, `the model's answer was cut off (${response.reason ?? 'no reason given'})`);
+      return finish('completed', text);
+    }
+    if (modelCalls >= maxModelCalls) {
+      notRun(`at its limit of ${maxModelCalls} model calls, so no model would read this output`);
+      return finish('max_model_calls', lastText, `the model was called ${maxModelCalls} times and still asked for tools`);
+    }
 
+    // A call cut off mid-arguments never runs; the complete calls beside it do.
+    const cutOff = calls.map((call) => (isCutOff(call, response) ? cutOffResult(call, response.reason) : undefined));
+    cutOff.forEach((result, index) => {
+      const call = calls[index] as FunctionCallItem;
+      if (result) emit({ type: 'activity-completed', callId: call.call_id, name: call.name, label: result.completedLabel, durationMs: 0, error: result.error! });
+    });
     const dispatched = await dispatchCalls({
-      calls,
+      calls: calls.filter((_, index) => !cutOff[index]),
       catalog,
       turn,
       signal,
       emit,
       ...(options.callDeadlineMs ? { callDeadlineMs: options.callDeadlineMs } : {}),
     });
-    for (const { call, result } of dispatched) {
-      input.push({ type: 'function_call_output', call_id: call.call_id, output: toFunctionOutput(result.content) });
-    }
+    // Dispatched results come in the order of the calls sent (call ids may repeat: match by position).
+    let next = 0;
+    recordOutputs(input, calls.map((call, index) => {
+      const result = cutOff[index];
+      return result ? { call, result } : (dispatched[next++] as DispatchedCall);
+    }));
     const terminating = dispatched.find(({ result }) => result.terminateTurn && !result.error);
     if (terminating) {
-      const text = terminating.result.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
-      return finish('terminated', outputText(response.output) || text);
+      const toolText = terminating.result.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
+      return finish('terminated', text || toolText);
     }
     const unavailable = dispatched.find(({ result }) => result.error?.code === 'sidecar_unavailable');
     if (turn.failure || unavailable) {
@@ -137,5 +176,4 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutcome> {
     }
     if (signal.aborted) return finish('aborted', lastText, 'the turn was aborted');
   }
-  return finish('max_model_calls', lastText, `the model was called ${maxModelCalls} times and still asked for tools`);
 }

@@ -10,8 +10,12 @@ export type TurnStatus =
   | 'max_model_calls'
   /** The turn's signal aborted it. */
   | 'aborted'
-  /** The model provider failed (after its retries). */
+  /** The model provider failed (after its retries), or its response broke off or stalled. */
   | 'model_error'
+  /** The model's final answer was cut off (e.g. `max_output_tokens`): `finalText` is the part that came. */
+  | 'incomplete'
+  /** The provider reported the response `failed` or `cancelled`; `error` says why. */
+  | 'model_failed'
   /** The sidecar died or became unreachable. */
   | 'sidecar_unavailable';
 
@@ -26,6 +30,9 @@ export type TurnEvent =
       usage?: ModelUsage;
       functionCalls: number;
       outputItems: number;
+      /** Set when the response did not complete: `incomplete`, `failed` or `cancelled`, with its reason. */
+      status?: string;
+      reason?: string;
     }
   | { type: 'activity-started'; callId: string; name: string; namespace?: string; label: string }
   | { type: 'presentation'; callId: string; kind: string; payload: unknown }

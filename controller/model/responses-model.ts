@@ -38,11 +38,21 @@ export interface ModelUsage {
   [key: string]: unknown;
 }
 
+/** How a response ended when it did not complete. */
+export type ModelResponseStatus = 'incomplete' | 'failed' | 'cancelled';
+
 /** One model response. */
 export interface ModelResponse {
   id: string;
   output: ResponseItem[];
   usage?: ModelUsage;
+  /**
+   * Absent when the response completed. `incomplete`: the output was cut off (an item whose own
+   * `status` is `incomplete` was cut off with it); `failed` / `cancelled`: the provider gave up.
+   */
+  status?: ModelResponseStatus;
+  /** Why it did not complete: `incomplete_details.reason` (e.g. `max_output_tokens`) or the error. */
+  reason?: string;
 }
 
 /** A Responses API model. */

@@ -51,7 +51,7 @@ export function buildResponse(options: { model: string; output: ResponseItem[]; 
   };
 }
 
-function chunks(text: string, size = 24): string[] {
+function textChunks(text: string, size = 24): string[] {
   const parts: string[] = [];
   for (let index = 0; index < text.length; index += size) parts.push(text.slice(index, index + size));
   return parts.length > 0 ? parts : [''];
@@ -60,9 +60,12 @@ function chunks(text: string, size = 24): string[] {
 /**
  * The SSE events of a streamed response, in the order OpenAI sends them: response.created,
  * response.in_progress, per item output_item.added, its deltas and dones, output_item.done, and
- * response.completed. Each event carries `type` and `sequence_number`.
+ * the terminal event: response.completed, or response.incomplete / .failed / .cancelled when the
+ * response's `status` says so. Each event carries `type` and `sequence_number`. Deltas carry
+ * `deltaChars` characters each (default 24).
  */
-export function responseSseEvents(response: Record<string, unknown>): Array<Record<string, unknown>> {
+export function responseSseEvents(response: Record<string, unknown>, options: { deltaChars?: number } = {}): Array<Record<string, unknown>> {
+  const chunks = (text: string) => textChunks(text, options.deltaChars);
   const events: Array<Record<string, unknown>> = [];
   const push = (event: Record<string, unknown>) => events.push({ ...event, sequence_number: events.length });
   const output = (response.output as ResponseItem[]) ?? [];
@@ -92,7 +95,9 @@ export function responseSseEvents(response: Record<string, unknown>): Array<Reco
     }
     push({ type: 'response.output_item.done', output_index: outputIndex, item });
   });
-  push({ type: 'response.completed', response });
+  const status = response.status;
+  const terminal = status === 'incomplete' || status === 'failed' || status === 'cancelled' ? `response.${status}` : 'response.completed';
+  push({ type: terminal, response });
   return events;
 }
 

@@ -50,7 +50,7 @@ export function createSidecarClient(options: SidecarClientOptions): SidecarClien
   return {
     openTurn(context, turnOptions = {}) {
       const stream = client.turn(metadata());
-      return SidecarTurn.open(stream, context, turnOptions);
+      return SidecarTurn.open(stream, context, { maxMessageBytes: maxBytes, ...turnOptions });
     },
     close() {
       client.close();

@@ -1,6 +1,7 @@
 import type { ClientDuplexStream } from '@grpc/grpc-js';
 import { errorMessage, ToolRuntimeError } from '../../src/index.js';
 import type { TurnRequest, TurnResponse } from '../../src/gen/toolruntime/v1/sidecar.js';
+import { callMessageBytes } from './call-message-bytes.js';
 import { answerClientRequest, combineHandlers } from './answer-client-request.js';
 import { CallState } from './call-state.js';
 import { callResultFromProto, presentationPayload, toolDefinitionFromProto } from './from-proto.js';
@@ -28,7 +29,12 @@ export interface SidecarTurnTimeouts {
    * resolving the call locally with one (default 5 s).
    */
   cancelGraceMs?: number;
+  /** The channel's largest message, in bytes (default 16 MiB): a call that cannot fit is refused locally. */
+  maxMessageBytes?: number;
 }
+
+/** What the sidecar accepts in flight when its tool set does not say (an older sidecar sends 0). */
+export const DEFAULT_MAX_CALLS_IN_FLIGHT = 256;
 
 /** How a turn is opened: its waits, its signal, and who answers the sidecar's questions. */
 export interface OpenTurnOptions extends SidecarTurnTimeouts {
@@ -54,6 +60,8 @@ export interface OpenTurnOptions extends SidecarTurnTimeouts {
 export class SidecarTurn implements ToolTurn {
   tools: ToolDefinition[] = [];
   instructions = '';
+  /** How many calls the sidecar accepts in flight on this turn (its tool set says; 256 when it does not). */
+  maxCallsInFlight = DEFAULT_MAX_CALLS_IN_FLIGHT;
   failure: Error | undefined;
   /** Resolves when the stream has ended, however it ended. */
   readonly ended: Promise<void>;
@@ -63,6 +71,7 @@ export class SidecarTurn implements ToolTurn {
   private readonly bySignal = new Map<AbortSignal, Set<CallState>>();
   private readonly usedIds = new Set<string>();
   private readonly cancelGraceMs: number;
+  private readonly maxMessageBytes: number;
   private cancelledByUs = false;
   private halfClosed = false;
   private isEnded = false;
@@ -76,6 +85,7 @@ export class SidecarTurn implements ToolTurn {
     this.stream = stream;
     this.onClientRequest = combineHandlers(timeouts.onClientRequest, timeouts.approve);
     this.cancelGraceMs = timeouts.cancelGraceMs ?? 5_000;
+    this.maxMessageBytes = timeouts.maxMessageBytes ?? 16 * 1024 * 1024;
     this.ended = new Promise((resolve) => {
       this.resolveEnded = resolve;
     });
@@ -127,6 +137,7 @@ export class SidecarTurn implements ToolTurn {
       try {
         this.tools = event.value.tools.map(toolDefinitionFromProto);
         this.instructions = event.value.instructions;
+        this.maxCallsInFlight = event.value.maxCallsInFlight || DEFAULT_MAX_CALLS_IN_FLIGHT;
         waiter?.();
       } catch (error) {
         waiter?.(error as Error);
@@ -217,6 +228,18 @@ export class SidecarTurn implements ToolTurn {
     }
     if (options.signal?.aborted) {
       state.finish(errorResult(request.callId, 'aborted', 'The call was aborted before it was sent.'));
+      return state;
+    }
+    // grpc-js cancels the whole stream, every call on it, when one message is over the limit.
+    if (callMessageBytes(request, this.maxMessageBytes) > this.maxMessageBytes) {
+      const bytes = Buffer.byteLength(request.argumentsJson, 'utf8');
+      state.finish(
+        errorResult(
+          request.callId,
+          'arguments_too_large',
+          `Arguments for tool \`${request.name}\` are ${bytes} bytes, over the ${this.maxMessageBytes}-byte message limit of the tool sidecar's connection: send less, or split the work into several calls.`,
+        ),
+      );
       return state;
     }
     this.pending.set(request.callId, state);

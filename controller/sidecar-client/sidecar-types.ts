@@ -159,6 +159,8 @@ export interface ToolTurn {
   call(request: CallRequest, options?: { signal?: AbortSignal }): CallHandle;
   /** Set once the stream failed (the sidecar died or the connection broke). */
   readonly failure: Error | undefined;
+  /** How many calls the sidecar accepts in flight; a client queues beyond it (absent: no limit known). */
+  readonly maxCallsInFlight?: number;
 }
 
 /** A result for a call that never reached (or never came back from) the sidecar. */

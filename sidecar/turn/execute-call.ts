@@ -117,11 +117,13 @@ class CallRun implements RunningCall {
       this.abort('timeout', `the call ran past its deadline of ${options.deadlineMs} ms`),
     );
     const run = this;
+    const deadlineAt = options.now() + options.deadlineMs;
     this.context = {
       get signal() {
         return run.signal();
       },
       callId: options.callId,
+      remainingMs: () => deadlineAt - options.now(),
       emit(event) {
         return run.emit(event);
       },

@@ -1,16 +1,22 @@
-import { createServer } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ResponseItem } from '../../controller/model/responses-model.js';
 import { buildResponse, readJsonBody, responseSseEvents, writeJson, writeSse } from '../../controller/model/responses-wire.js';
 
 /** What one scripted step answers. */
 export type ScriptReply =
-  /** A completed response with these output items (JSON, or SSE when the request streams). */
-  | { output: ResponseItem[] }
+  /**
+   * A response with these output items (JSON, or SSE when the request streams); `fields` are set
+   * on the response object (e.g. `status: 'incomplete'` with `incomplete_details`), `deltaChars`
+   * sizes the SSE deltas.
+   */
+  | { output: ResponseItem[]; fields?: Record<string, unknown>; deltaChars?: number }
   /** An HTTP error. */
   | { status: number; body: unknown; headers?: Record<string, string> }
   /** Never answers; the request stays open until the client goes away. */
-  | { hang: true };
+  | { hang: true }
+  /** Answers by hand: a stalled or broken response, raw bytes. */
+  | { raw: (res: ServerResponse, body: Record<string, unknown>) => void };
 
 /** A step: a fixed reply, or a function of the request body (and its index). */
 export type ScriptStep = ScriptReply | ((body: Record<string, unknown>, index: number) => ScriptReply);
@@ -43,9 +49,10 @@ export async function startScriptedResponsesServer(options: { steps: ScriptStep[
         const reply: ScriptReply | undefined = typeof step === 'function' ? step(body, index) : step;
         if (!reply) return writeJson(res, 500, { error: { message: `script exhausted at request ${index + 1}` } });
         if ('hang' in reply) return;
+        if ('raw' in reply) return reply.raw(res, body);
         if ('status' in reply) return writeJson(res, reply.status, reply.body, reply.headers);
-        const response = buildResponse({ model: String(body.model ?? 'scripted'), output: reply.output });
-        if (body.stream === true) writeSse(res, responseSseEvents(response));
+        const response = { ...buildResponse({ model: String(body.model ?? 'scripted'), output: reply.output }), ...reply.fields };
+        if (body.stream === true) writeSse(res, responseSseEvents(response, { deltaChars: reply.deltaChars }));
         else writeJson(res, 200, response);
       })
       .catch((error: unknown) => writeJson(res, 400, { error: { message: String(error) } }));

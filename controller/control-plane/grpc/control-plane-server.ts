@@ -1,8 +1,4 @@
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
-import { ReflectionService } from '@grpc/reflection';
-import { HealthImplementation } from 'grpc-health-check';
 import { errorMessage, ToolRuntimeError, type Logger } from '../../../src/index.js';
 import {
   ControlPlaneServiceService,
@@ -16,10 +12,11 @@ import {
 } from '../../../src/gen/toolruntime/v1/control_plane.js';
 import { isControlPlaneError } from '../control-plane-error.js';
 import { createTokenInterceptor } from '../../../sidecar/grpc/auth-interceptor.js';
+import { createSidecarHealth } from '../../../sidecar/grpc/health-service.js';
+import { addLazyReflection } from '../../../sidecar/grpc/lazy-reflection.js';
 import { boundAddress, isLoopbackAddress } from '../../../sidecar/grpc/listen-address.js';
 
 const SERVICE_NAME = 'toolruntime.v1.ControlPlaneService';
-const protoRoot = fileURLToPath(new URL('../../../proto/', import.meta.url));
 
 /** Answers one operator request (no acting agent: the request names it). Never throws: refusals are ControlError replies. */
 export type AnswerOperatorRequest = (request: ControlRequest, signal: AbortSignal) => Promise<ControlReply>;
@@ -134,10 +131,10 @@ export function createControlPlaneServer(options: {
     },
   };
   server.addService(ControlPlaneServiceService, implementation);
-  const health = new HealthImplementation({ '': 'SERVING', [SERVICE_NAME]: 'SERVING' });
+  const health = createSidecarHealth({ '': 'SERVING', [SERVICE_NAME]: 'SERVING' });
   health.addToServer(server);
-  const packageDefinition = protoLoader.loadSync('toolruntime/v1/control_plane.proto', { includeDirs: [protoRoot] });
-  new ReflectionService(packageDefinition).addToServer(server);
+  // Loaded on the first reflection request, as the sidecar does.
+  addLazyReflection(server, 'toolruntime/v1/control_plane.proto');
   let listening = false;
   let closing: Promise<void> | undefined;
 

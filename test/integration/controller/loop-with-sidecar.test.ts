@@ -129,7 +129,11 @@ describe('the loop against scripted Responses servers and the fixture sidecar', 
     expect(outcome.status).toBe('max_model_calls');
     expect(outcome.error).toContain('2 times');
     expect(server.requests).toHaveLength(2);
-    expect(outputs(outcome.input)).toEqual([{ call_id: 'n1', output: 'ok' }, { call_id: 'n2', output: 'ok' }]);
+    // The last response's call is not run: no model would read its output.
+    expect(outputs(outcome.input)).toEqual([
+      { call_id: 'n1', output: 'ok' },
+      { call_id: 'n2', output: 'This call to noop was not run: the turn stopped at its limit of 2 model calls, so no model would read this output.' },
+    ]);
   });
 
   it('routes a namespaced call by the item namespace, and by flattened name', async () => {

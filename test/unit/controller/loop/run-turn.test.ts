@@ -86,6 +86,8 @@ describe('runTurn (in-process fakes)', () => {
     expect(limited.status).toBe('max_model_calls');
     expect(loopingModel.requests).toHaveLength(2);
     expect(limited.input.filter((item) => item.type === 'function_call_output').map((item) => item.call_id)).toEqual(['1', '2']);
+    // The last response's call was never sent: its output says the turn stopped.
+    expect(limited.input.at(-1)).toMatchObject({ call_id: '2', output: expect.stringContaining('not run: the turn stopped at its limit of 2 model calls') });
   });
 
   it('reports a model failure as model_error with its message', async () => {

@@ -21,12 +21,12 @@ const control: ControlChannel = { request: () => Promise.reject(new Error('not i
 
 describe('the two catalogs pin their tool names', () => {
   let temp: Awaited<ReturnType<typeof makeTempDir>>;
-  const opened: Array<{ close(): void }> = [];
+  const opened: Array<{ close(): Promise<void> }> = [];
   beforeAll(async () => {
     temp = await makeTempDir('catalogs');
   });
   afterAll(async () => {
-    for (const catalogs of opened) catalogs.close();
+    await Promise.all(opened.map((catalogs) => catalogs.close()));
     await temp.remove();
   });
 

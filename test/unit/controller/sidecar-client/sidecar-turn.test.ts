@@ -1,0 +1,42 @@
+import { EventEmitter } from 'node:events';
+import type { ClientDuplexStream } from '@grpc/grpc-js';
+import { describe, expect, it } from 'vitest';
+import { SidecarTurn } from '../../../../controller/sidecar-client/sidecar-turn.js';
+import type { TurnRequest, TurnResponse } from '../../../../src/gen/toolruntime/v1/sidecar.js';
+
+/** A stand-in for grpc-js's duplex stream (unit test only): records writes, answers open with a tool set. */
+function fakeStream(maxCallsInFlight: number): ClientDuplexStream<TurnRequest, TurnResponse> & { written: TurnRequest[] } {
+  const stream = Object.assign(new EventEmitter(), {
+    written: [] as TurnRequest[],
+    write(request: TurnRequest) {
+      stream.written.push(request);
+      if (request.request?.$case === 'open') {
+        queueMicrotask(() => stream.emit('data', { callId: '', event: { $case: 'toolSet', value: { tools: [], instructions: '', maxCallsInFlight } } }));
+      }
+      return true;
+    },
+    end() {},
+    cancel() {},
+  });
+  return stream as never;
+}
+
+describe('SidecarTurn', () => {
+  it('takes the in-flight limit from the tool set, 256 when an older sidecar sends 0', async () => {
+    expect((await SidecarTurn.open(fakeStream(8), { agentId: 'a', turnId: 't' })).maxCallsInFlight).toBe(8);
+    expect((await SidecarTurn.open(fakeStream(0), { agentId: 'a', turnId: 't' })).maxCallsInFlight).toBe(256);
+  });
+
+  it('refuses a call that cannot fit the message limit without writing it, and sends the next one', async () => {
+    const stream = fakeStream(8);
+    const turn = await SidecarTurn.open(stream, { agentId: 'a', turnId: 't' }, { maxMessageBytes: 1_000 });
+    const big = turn.call({ callId: 'big', name: 'write_file', argumentsJson: JSON.stringify({ content: 'é'.repeat(600) }) });
+    expect(await big.result).toMatchObject({
+      callId: 'big',
+      error: { code: 'arguments_too_large', message: expect.stringContaining('over the 1000-byte message limit') },
+    });
+    turn.call({ callId: 'small', name: 'todo_read', argumentsJson: '{}' });
+    expect(stream.written.map((request) => request.request?.$case)).toEqual(['open', 'call']);
+    expect(stream.written[1]!.request).toMatchObject({ value: { callId: 'small' } });
+  });
+});
