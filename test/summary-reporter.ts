@@ -38,7 +38,8 @@ export function summarizeRun(testModules: ReadonlyArray<TestModule>, unhandledEr
     }
     if (suite.type === 'suite') {
       const missing = suite.meta().missingSystemTools;
-      if (missing) summary.missingTools.push(missing);
+      // Nested describes inherit their parent's meta: one line per suite, not per nested block.
+      if (missing && !summary.missingTools.includes(missing)) summary.missingTools.push(missing);
     }
     const ownFailure = failedBelow === 0 && (suite.state() === 'failed' || suite.errors().length > 0) ? 1 : 0;
     summary.failed += ownFailure;

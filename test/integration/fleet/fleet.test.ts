@@ -3,13 +3,9 @@
 // started again. Whatever the timing, nothing is lost, fired twice or committed twice.
 import { describe, expect, it } from 'vitest';
 import { runFleet } from '../../../bench/fleet/run-fleet.js';
-import { postgresUnavailableReason } from '../../fixtures/postgres-cluster.js';
+import { requirePostgres } from '../../fixtures/postgres-cluster.js';
 
-const reason = postgresUnavailableReason();
-if (reason && process.env.CI === 'true') throw new Error(`CI=true and PostgreSQL is missing: ${reason}`);
-if (reason) process.stderr.write(`skipped: the fleet simulation test: ${reason}\n`);
-
-describe.skipIf(reason !== undefined)('fleet simulation', () => {
+describe('fleet simulation', requirePostgres('the fleet simulation test'), () => {
   it('three controllers sharing PostgreSQL finish every workflow, job and schedule through a SIGKILL and a restart', async () => {
     const report = await runFleet({ controllers: 3, agents: 30, sidecars: 2, scheduleEvery: 3, workflowEvery: 5, chaos: true, timeoutMs: 240_000 });
     expect(report.killed).toMatch(/SIGKILLed/);
