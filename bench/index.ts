@@ -7,6 +7,7 @@ const suites: Array<[string, () => Promise<{ run: BenchSuite }>]> = [
   ['arguments', () => import('./suites/arguments.js')],
   ['sidecar', () => import('./suites/sidecar.js')],
   ['controller', () => import('./suites/controller.js')],
+  ['schedules', () => import('./suites/schedules.js')],
 ];
 
 function format(value: number): string {

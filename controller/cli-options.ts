@@ -23,6 +23,11 @@ export interface CliOptions {
   eventsFile?: string;
   agentId: string;
   quiet: boolean;
+  /**
+   * Which calls need approval: `never`, `destructive` (the default), `all` (every call that is not
+   * read-only). Asked at the terminal; without one, such calls are denied.
+   */
+  approve: 'never' | 'destructive' | 'all';
 }
 
 /** The default prompt of `npm start`. */
@@ -50,6 +55,10 @@ Options:
   --max-model-calls N     stop after N model calls (default 50)
   --events-file FILE      write the turn's events as JSON lines to FILE
   --agent-id ID           the agent the turn belongs to (default: cli-agent)
+  --approve WHEN          never | destructive | all: which calls must be approved before they run
+                          (default: destructive; all = every call that is not read-only). Asked
+                          y/N at the terminal; without a terminal such calls are denied, so use
+                          --approve never for unattended runs that may change the workspace
   --quiet                 print only the final answer
   --help                  this text
 
@@ -85,6 +94,7 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
         'events-file': { type: 'string' },
         'agent-id': { type: 'string' },
         quiet: { type: 'boolean' },
+        approve: { type: 'string' },
       },
     }).values;
   } catch (error) {
@@ -101,6 +111,10 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
   const maxModelCalls = Number(parsed['max-model-calls'] ?? 50);
   if (!Number.isInteger(maxModelCalls) || maxModelCalls < 1) {
     throw new ToolRuntimeError('invalid_request', `--max-model-calls must be a positive integer, not "${parsed['max-model-calls']}"`);
+  }
+  const approve = parsed.approve ?? 'destructive';
+  if (approve !== 'never' && approve !== 'destructive' && approve !== 'all') {
+    throw new ToolRuntimeError('invalid_request', `--approve must be "never", "destructive" or "all", not "${approve}"`);
   }
   if (parsed['token-file'] && !parsed.sidecar) throw new ToolRuntimeError('invalid_request', '--token-file goes with --sidecar');
   if (parsed.sidecar && parsed.workspace) throw new ToolRuntimeError('invalid_request', '--workspace starts a sidecar; it cannot be used with --sidecar');
@@ -122,5 +136,6 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
     ...(parsed['events-file'] ? { eventsFile: parsed['events-file'] } : {}),
     agentId: parsed['agent-id'] ?? 'cli-agent',
     quiet: parsed.quiet === true,
+    approve,
   };
 }

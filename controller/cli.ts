@@ -5,12 +5,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { errorMessage, isToolRuntimeError } from '../src/index.js';
+import { createTerminalApprover, denyWithoutTerminal, recordApprovals } from './approvals/cli-approvals.js';
 import { parseCliOptions, USAGE, type CliOptions } from './cli-options.js';
 import { runTurn, type TurnOutcome } from './loop/run-turn.js';
 import type { TurnEvent } from './loop/turn-events.js';
 import { startEmbeddedModel, EMBEDDED_MODEL_NAME } from './model/embedded-model.js';
 import { createOpenAIResponsesModel } from './model/openai-responses-model.js';
 import { createSidecarClient } from './sidecar-client/create-sidecar-client.js';
+import type { ApproveCallback } from './sidecar-client/sidecar-types.js';
 import { spawnSidecar, type SpawnedSidecar } from './sidecar-client/spawn-sidecar.js';
 import { renderTurnEvent } from './render-turn-event.js';
 
@@ -24,6 +26,10 @@ export interface CliIo {
   stderr: NodeJS.WritableStream;
   /** Ctrl-C: aborts the turn and stops the sidecar. */
   signal: AbortSignal;
+  /** Where approvals are answered (default `process.stdin`). */
+  stdin?: NodeJS.ReadableStream;
+  /** Whether a person is at `stdin` (default `process.stdin.isTTY`); without one, approvals are denied. */
+  isTerminal?: boolean;
 }
 
 /**
@@ -125,7 +131,22 @@ async function runOneTurn(
   const client = createSidecarClient({ address, ...(token ? { token } : {}) });
   cleanups.push(async () => client.close());
   const turnId = randomUUID();
-  const turn = await client.openTurn({ agentId: options.agentId, turnId, kind: 'text' }, { signal });
+  const approvalPolicy = options.approve === 'never' ? undefined : { mode: options.approve === 'all' ? ('not_read_only' as const) : ('destructive' as const) };
+  let approve: ApproveCallback | undefined;
+  if (approvalPolicy) {
+    const isTerminal = io.isTerminal ?? process.stdin.isTTY === true;
+    if (isTerminal) {
+      const terminal = createTerminalApprover({ input: io.stdin ?? process.stdin, output: io.stderr });
+      cleanups.push(async () => terminal.close());
+      approve = recordApprovals(terminal.approve, onEvent, 'terminal');
+    } else {
+      approve = recordApprovals(denyWithoutTerminal, onEvent, 'no-terminal');
+    }
+  }
+  const turn = await client.openTurn(
+    { agentId: options.agentId, turnId, kind: 'text', ...(approvalPolicy ? { approvalPolicy } : {}) },
+    { signal, ...(approve ? { approve } : {}) },
+  );
   try {
     return await runTurn({
       model,

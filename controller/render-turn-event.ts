@@ -22,6 +22,11 @@ export function renderTurnEvent(event: TurnEvent): string | undefined {
       return `    · ${event.kind} ${summarize(event.payload)}`;
     case 'activity-completed':
       return event.error ? `  ✗ ${event.label || event.name}: ${event.error.code}: ${summarize(event.error.message)}` : `  ✓ ${event.label}`;
+    case 'approval-requested':
+      return `  ? approval needed: ${event.label || event.name}`;
+    case 'approval-decided':
+      if (event.decidedBy === 'call-ended') return `  · approval withdrawn: the call ended first`;
+      return event.approved ? `  ✓ approved (${event.decidedBy})` : `  ✗ denied (${event.decidedBy})${event.reason ? `: ${summarize(event.reason)}` : ''}`;
     case 'turn-finished':
       return `■ turn finished: ${event.status} after ${event.modelCalls} model call${event.modelCalls === 1 ? '' : 's'}${event.error ? ` (${event.error})` : ''}`;
     default:

@@ -27,6 +27,12 @@ export interface SidecarLimits {
    * near it.
    */
   maxQueuedEvents: number;
+  /** Reverse requests (control, approval) one call may send to the client in all. */
+  maxClientRequestsPerCall: number;
+  /** Reverse requests of one turn that may wait for a reply at once. */
+  maxPendingClientRequestsPerTurn: number;
+  /** Largest control request sent, or client reply accepted, in bytes. */
+  maxClientMessageBytes: number;
 }
 
 export const defaultSidecarLimits: SidecarLimits = {
@@ -39,6 +45,9 @@ export const defaultSidecarLimits: SidecarLimits = {
   abortGraceMs: 2_000,
   drainGraceMs: 10_000,
   maxQueuedEvents: 10_000,
+  maxClientRequestsPerCall: 32,
+  maxPendingClientRequestsPerTurn: 64,
+  maxClientMessageBytes: 1024 * 1024,
 };
 
 /** The web_fetch profile; web_fetch is offered only when it is set. */

@@ -1,13 +1,16 @@
 import path from 'node:path';
 import { createJsonLogger, type Logger } from '../src/index.js';
+import { createBackgroundJobTools } from './categories/background-jobs.js';
 import { createBrainTools } from './categories/brain.js';
 import { BrainIndex } from './categories/brain/brain-index.js';
 import type { Catalogs } from './categories/category.js';
 import { createComputerTools } from './categories/computer.js';
+import { createScheduleTools } from './categories/schedule.js';
 import { createSkillsProjection, createSkillsState } from './categories/skills.js';
 import { createSubmitResultTools } from './categories/submit-result.js';
 import { createTodoStore, createTodoTools } from './categories/todo.js';
 import { createWebTools } from './categories/web.js';
+import { createWorkflowTools } from './categories/workflow.js';
 import type { SidecarConfig } from './config.js';
 
 /** The catalogs, plus `close()` for the sidecar-lifetime state they hold (the Brain database). */
@@ -37,9 +40,11 @@ export function createCatalogs(config: SidecarConfig, options: { logger?: Logger
       (context) => createTodoTools(context, todoStore),
       (context) => createComputerTools(context),
       (context) => createWebTools(context),
-      // schedule, then background jobs (only when context.turn.canSpawnJobs), then workflow
-      // (start, show, list, cancel) go here, in that order. They call the controller's
-      // ControlPlane gRPC service, which a later issue builds: until then they are absent, not faked.
+      // The control plane's tools reach the controller over the turn's own stream: present only
+      // when the client declared control_plane (background jobs also need can_spawn_jobs).
+      (context) => createScheduleTools(context),
+      (context) => createBackgroundJobTools(context),
+      (context) => createWorkflowTools(context),
       (context) => createSkillsProjection(context, skills),
     ],
     workflowTask: [

@@ -22,6 +22,8 @@ export type ToolRuntimeErrorCode =
   | 'timeout'
   /** The call was cancelled, or the turn ended under it. */
   | 'aborted'
+  /** The client refused to approve the call; nothing of the tool ran. */
+  | 'denied'
   /** The turn has too many calls in flight. */
   | 'too_many_calls'
   /** A wrong request from a client (not the model). */

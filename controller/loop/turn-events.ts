@@ -37,4 +37,26 @@ export type TurnEvent =
       error?: { code: string; message: string };
       durationMs: number;
     }
+  | {
+      /** The sidecar asks whether a validated call may run (the turn's approval policy). */
+      type: 'approval-requested';
+      callId: string;
+      requestId: string;
+      name: string;
+      namespace?: string;
+      label: string;
+      parameters: unknown;
+      readOnly: boolean;
+      destructive: boolean;
+    }
+  | {
+      type: 'approval-decided';
+      callId: string;
+      requestId: string;
+      name: string;
+      approved: boolean;
+      reason?: string;
+      /** `terminal`, `no-terminal`, `callback`, `control-plane`, or `call-ended` (withdrawn: the call ended first). */
+      decidedBy: string;
+    }
   | { type: 'turn-finished'; status: TurnStatus; finalText: string; modelCalls: number; error?: string };

@@ -6,6 +6,7 @@
 import { isJSONObject, type JSONObject } from '../../src/index.js';
 import type { ResponseItem } from './responses-model.js';
 import { functionCallItem, messageItem } from './responses-wire.js';
+import { sampleJsonValue } from './sample-json-value.js';
 
 /** A tool as offered in the request: the name to call, its namespace, its parameters. */
 interface OfferedTool {
@@ -106,6 +107,10 @@ export function planEmbeddedResponse(body: { tools?: unknown; input?: unknown })
   };
   const present = (items: Array<ResponseItem | undefined>) => items.filter((item): item is ResponseItem => item !== undefined);
 
+  // A workflow task turn (submit_result is offered): submit a value that fits the task's schema.
+  const submit = tools.get('submit_result');
+  if (submit) return planTaskResponse(input, submit, callsOf('submit_result'), outputs, nextCall);
+
   // Step 1: plan and look, together.
   if (callsOf('todo_write').length === 0 && callsOf('list_files').length === 0) {
     const step = present([
@@ -131,6 +136,36 @@ export function planEmbeddedResponse(body: { tools?: unknown; input?: unknown })
     if (step.length > 0) return step;
   }
   return [messageItem(answer(promptOf(input), listed, callsOf('read_file').map((item) => ({ item, output: outputs.get(item.call_id) ?? '' })), tools.size))];
+}
+
+/**
+ * A task turn: submit a value generated from the result schema; after a rejection, say so in prose
+ * (the loop's repair instruction then asks again, and a second rejection ends the attempt).
+ */
+function planTaskResponse(
+  input: ResponseItem[],
+  submit: OfferedTool,
+  submissions: Array<ResponseItem & { call_id: string }>,
+  outputs: Map<string, string>,
+  callCount: number,
+): ResponseItem[] {
+  const last = submissions.at(-1);
+  const lastItem = input.at(-1);
+  const askedAgain = lastItem?.type === 'message' && lastItem.role === 'user';
+  if (last && !askedAgain) {
+    return [messageItem(`I could not produce a result the schema accepts: ${(outputs.get(last.call_id) ?? '').split('\n')[0]}`)];
+  }
+  const properties = isJSONObject(submit.parameters.properties) ? submit.parameters.properties : {};
+  const text = promptOf(input).split('\n')[0] ?? '';
+  const result = sampleJsonValue(properties.result ?? {}, { root: submit.parameters, text });
+  return [
+    functionCallItem({
+      callId: `call_${callCount + 1}`,
+      name: submit.callName,
+      ...(submit.namespace ? { namespace: submit.namespace } : {}),
+      arguments: JSON.stringify({ result }),
+    }),
+  ];
 }
 
 function parseManifest(body: string[]): { name: string; version?: string; description?: string } | undefined {

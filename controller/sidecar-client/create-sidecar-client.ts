@@ -1,6 +1,6 @@
 import { credentials, Metadata, type ChannelCredentials } from '@grpc/grpc-js';
 import { ToolSidecarServiceClient } from '../../src/gen/toolruntime/v1/sidecar.js';
-import { SidecarTurn, type SidecarTurnTimeouts } from './sidecar-turn.js';
+import { SidecarTurn, type OpenTurnOptions } from './sidecar-turn.js';
 import type { TurnContextInput } from './sidecar-types.js';
 
 /** How to reach a sidecar. */
@@ -18,12 +18,13 @@ export interface SidecarClientOptions {
 /** A connection to one sidecar; open one turn per agent turn on it. */
 export interface SidecarClient {
   /**
-   * Opens a Turn stream, sends `context` and waits (bounded) for the tool set.
+   * Opens a Turn stream, sends `context` and waits (bounded) for the tool set. `onClientRequest`
+   * answers the sidecar's control and approval requests for the turn's calls.
    *
    * @throws ToolRuntimeError `sidecar_unavailable` when the sidecar cannot be reached, refuses the
    *   turn or sends no tool set in time; `aborted` when `signal` aborts first.
    */
-  openTurn(context: TurnContextInput, options?: { signal?: AbortSignal } & SidecarTurnTimeouts): Promise<SidecarTurn>;
+  openTurn(context: TurnContextInput, options?: OpenTurnOptions): Promise<SidecarTurn>;
   /** Closes the channel; open turns are cancelled. */
   close(): void;
 }

@@ -1,6 +1,7 @@
 /** Conversions between the generated proto types and the client's domain types. */
 import { isJSONObject, ToolRuntimeError } from '../../src/index.js';
 import {
+  ApprovalMode,
   ExecutionMode,
   TurnKind,
   type ContentPart as ProtoContentPart,
@@ -40,6 +41,13 @@ export function toolDefinitionFromProto(tool: ProtoToolDefinition): ToolDefiniti
   };
 }
 
+const approvalModes: Record<NonNullable<TurnContextInput['approvalPolicy']>['mode'], ApprovalMode> = {
+  none: ApprovalMode.APPROVAL_MODE_NONE,
+  destructive: ApprovalMode.APPROVAL_MODE_DESTRUCTIVE,
+  not_read_only: ApprovalMode.APPROVAL_MODE_NOT_READ_ONLY,
+  listed: ApprovalMode.APPROVAL_MODE_LISTED,
+};
+
 /** Encodes the turn context for OpenTurn. */
 export function turnContextToProto(context: TurnContextInput): ProtoTurnContext {
   return {
@@ -49,8 +57,10 @@ export function turnContextToProto(context: TurnContextInput): ProtoTurnContext 
     enabledSkills: context.enabledSkills ?? [],
     canSpawnJobs: context.canSpawnJobs ?? false,
     brainEnabled: context.brainEnabled ?? false,
-    controlPlane: false,
-    approvalPolicy: undefined,
+    controlPlane: context.controlPlane ?? false,
+    approvalPolicy: context.approvalPolicy
+      ? { mode: approvalModes[context.approvalPolicy.mode], toolNames: context.approvalPolicy.toolNames ?? [] }
+      : undefined,
     resultSchemaJson: context.resultSchemaJson ?? '',
     labels: context.labels ?? {},
   };

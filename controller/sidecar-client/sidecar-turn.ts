@@ -1,6 +1,7 @@
 import type { ClientDuplexStream } from '@grpc/grpc-js';
 import { errorMessage, ToolRuntimeError } from '../../src/index.js';
 import type { TurnRequest, TurnResponse } from '../../src/gen/toolruntime/v1/sidecar.js';
+import { answerClientRequest, combineHandlers } from './answer-client-request.js';
 import { CallState } from './call-state.js';
 import { callResultFromProto, presentationPayload, toolDefinitionFromProto } from './from-proto.js';
 import {
@@ -8,6 +9,8 @@ import {
   type CallHandle,
   type CallRequest,
   type CallResult,
+  type ApproveCallback,
+  type ClientRequestHandler,
   type ToolDefinition,
   type ToolTurn,
   type TurnContextInput,
@@ -25,6 +28,22 @@ export interface SidecarTurnTimeouts {
    * resolving the call locally with one (default 5 s).
    */
   cancelGraceMs?: number;
+}
+
+/** How a turn is opened: its waits, its signal, and who answers the sidecar's questions. */
+export interface OpenTurnOptions extends SidecarTurnTimeouts {
+  /** Aborting it while the turn opens cancels the stream. */
+  signal?: AbortSignal;
+  /**
+   * Answers the sidecar's reverse requests (control-plane operations, approvals). Without one,
+   * control requests get ControlError `unavailable` and approvals a denial, so a call never hangs.
+   */
+  onClientRequest?: ClientRequestHandler;
+  /**
+   * Decides the approval requests (taken before `onClientRequest` sees them). Give the turn's
+   * context an `approvalPolicy` so the sidecar asks. Without either, approvals are denied.
+   */
+  approve?: ApproveCallback;
 }
 
 /**
@@ -48,10 +67,14 @@ export class SidecarTurn implements ToolTurn {
   private halfClosed = false;
   private isEnded = false;
   private onToolSet: ((error?: Error) => void) | undefined;
+  private readonly onClientRequest: ClientRequestHandler | undefined;
+  /** One per reverse request being answered; aborted when its call ends or the stream ends. */
+  private readonly answering = new Set<AbortController>();
   private resolveEnded!: () => void;
 
-  private constructor(stream: TurnStream, timeouts: SidecarTurnTimeouts) {
+  private constructor(stream: TurnStream, timeouts: OpenTurnOptions) {
     this.stream = stream;
+    this.onClientRequest = combineHandlers(timeouts.onClientRequest, timeouts.approve);
     this.cancelGraceMs = timeouts.cancelGraceMs ?? 5_000;
     this.ended = new Promise((resolve) => {
       this.resolveEnded = resolve;
@@ -68,11 +91,7 @@ export class SidecarTurn implements ToolTurn {
    * @throws ToolRuntimeError `sidecar_unavailable` when the stream fails or the tool set does not
    *   come within `openTimeoutMs`; `aborted` when `signal` aborts (the stream is cancelled).
    */
-  static async open(
-    stream: TurnStream,
-    context: TurnContextInput,
-    options: { signal?: AbortSignal } & SidecarTurnTimeouts = {},
-  ): Promise<SidecarTurn> {
+  static async open(stream: TurnStream, context: TurnContextInput, options: OpenTurnOptions = {}): Promise<SidecarTurn> {
     const turn = new SidecarTurn(stream, options);
     const timeoutMs = options.openTimeoutMs ?? 15_000;
     try {
@@ -128,7 +147,24 @@ export class SidecarTurn implements ToolTurn {
     } else if (event.$case === 'result') {
       this.pending.delete(response.callId);
       this.settle(state, callResultFromProto(response.callId, event.value));
+    } else if (event.$case === 'clientRequest') {
+      this.answer(state, event.value);
     }
+  }
+
+  /**
+   * Answers one reverse request of a pending call through the handler and sends the reply, unless
+   * the call ended, the stream ended or the request side was closed meanwhile.
+   */
+  private answer(state: CallState, request: Parameters<typeof answerClientRequest>[0]['request']): void {
+    const controller = new AbortController();
+    this.answering.add(controller);
+    void state.result.then(() => controller.abort(new ToolRuntimeError('aborted', 'the call ended')));
+    void answerClientRequest({ callId: state.callId, request, handler: this.onClientRequest, signal: controller.signal }).then((reply) => {
+      this.answering.delete(controller);
+      if (!reply || this.isEnded || this.halfClosed || controller.signal.aborted) return;
+      this.stream.write({ request: { $case: 'reply', value: reply } });
+    });
   }
 
   private fail(error: Error | undefined): void {
@@ -144,6 +180,8 @@ export class SidecarTurn implements ToolTurn {
         { cause: error },
       );
     }
+    for (const controller of this.answering) controller.abort(new ToolRuntimeError('aborted', 'the turn stream ended'));
+    this.answering.clear();
     const waiter = this.onToolSet;
     this.onToolSet = undefined;
     waiter?.(

@@ -3,6 +3,18 @@
  * (`parameters` parsed, enums as strings, JSON payloads parsed).
  */
 import type { JSONObject } from '../../src/index.js';
+import type { ControlReply, ControlRequest } from '../../src/gen/toolruntime/v1/control_plane.js';
+
+export type { ControlReply, ControlRequest } from '../../src/gen/toolruntime/v1/control_plane.js';
+
+/**
+ * Which calls the sidecar asks approval for before they run: `none` (the default), `destructive`,
+ * `not_read_only`, or `listed` (the tools in `toolNames`, `namespace.name` for a namespaced one).
+ */
+export interface ApprovalPolicyInput {
+  mode: 'none' | 'destructive' | 'not_read_only' | 'listed';
+  toolNames?: string[];
+}
 
 /** Which catalog a turn is assembled from. */
 export type TurnKindName = 'text' | 'workflow_task';
@@ -18,7 +30,57 @@ export interface TurnContextInput {
   /** For workflow task turns: the result schema as JSON text. */
   resultSchemaJson?: string;
   labels?: Record<string, string>;
+  /**
+   * This client answers control requests (give `onClientRequest` when opening the turn): the
+   * sidecar then offers the schedule, background job and workflow tools.
+   */
+  controlPlane?: boolean;
+  /** Which calls need this client's approval; none when absent. */
+  approvalPolicy?: ApprovalPolicyInput;
 }
+
+/** A validated call waiting for approval, as the sidecar describes it. */
+export interface ApprovalRequestInfo {
+  toolName: string;
+  namespace?: string;
+  /** The call's activity label. */
+  label: string;
+  /** The validated parameters, parsed (the raw text when it is not JSON). */
+  parameters: unknown;
+  readOnly: boolean;
+  destructive: boolean;
+}
+
+/** A question the sidecar asks on behalf of one of the turn's calls. */
+export type ClientRequestEvent = { callId: string; requestId: string } & (
+  | { kind: 'control'; control: ControlRequest }
+  | { kind: 'approval'; approval: ApprovalRequestInfo }
+);
+
+/** The answer to a ClientRequestEvent, of the same kind. */
+export type ClientReplyPayload = { kind: 'control'; control: ControlReply } | { kind: 'approval'; approved: boolean; reason?: string };
+
+/**
+ * Answers the sidecar's reverse requests. `signal` aborts when the call ends (its cancel or
+ * deadline) or the turn's stream ends: stop asking then. A handler that throws answers a control
+ * request with ControlError `internal` and an approval with a denial.
+ */
+export type ClientRequestHandler = (request: ClientRequestEvent, signal: AbortSignal) => Promise<ClientReplyPayload>;
+
+/** An approval request of one call. */
+export type ApprovalRequestEvent = Extract<ClientRequestEvent, { kind: 'approval' }>;
+
+/** A decision on one call; `reason` is shown to the model when denied. */
+export interface ApprovalDecision {
+  approved: boolean;
+  reason?: string;
+}
+
+/**
+ * Decides whether a validated call may run (the library API of approvals). `signal` aborts when the
+ * call ends meanwhile (cancel, deadline) or the turn's stream ends. Throwing denies the call.
+ */
+export type ApproveCallback = (request: ApprovalRequestEvent, signal: AbortSignal) => Promise<ApprovalDecision>;
 
 /** One tool of the turn's tool set, as the model should see it. */
 export interface ToolDefinition {

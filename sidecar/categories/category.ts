@@ -1,5 +1,19 @@
 import type { WorkerAgentTool } from '../../src/index.js';
 import type { SidecarConfig } from '../config.js';
+import type { ControlChannel } from '../turn/client-requests.js';
+
+export type { ControlChannel } from '../turn/client-requests.js';
+
+/** Which calls of a turn need the client's approval before they run. */
+export interface ApprovalPolicy {
+  /**
+   * `none`: no call asks; `destructive`: calls of destructive tools; `not_read_only`: every call of
+   * a tool that is not read-only; `listed`: calls of the tools in `toolNames`.
+   */
+  mode: 'none' | 'destructive' | 'not_read_only' | 'listed';
+  /** For `listed`: tool names, `namespace.name` for a namespaced tool. */
+  toolNames: string[];
+}
 
 /** Which catalog a turn is assembled from. */
 export type TurnKind = 'text' | 'workflow_task';
@@ -15,6 +29,10 @@ export interface TurnContext {
   /** The workflow task's result schema (JSON Schema text); empty for text turns. */
   resultSchemaJson: string;
   labels: Record<string, string>;
+  /** The client answers control requests: the schedule, job and workflow tools are offered. */
+  controlPlane?: boolean;
+  /** Which calls need approval; absent means none. */
+  approvalPolicy?: ApprovalPolicy;
 }
 
 /** What a category creator is given for one turn. */
@@ -23,6 +41,11 @@ export interface CategoryContext {
   config: SidecarConfig;
   /** Aborted when the turn ends; for work a creator starts while assembling. */
   signal: AbortSignal;
+  /**
+   * The turn's control channel to the control plane: present only when the client declared
+   * `control_plane`. A creator whose tools need it returns `[]` without it.
+   */
+  control?: ControlChannel;
 }
 
 /** A creator's tools, and instructions to project into the prompt (skills' knowledge). */

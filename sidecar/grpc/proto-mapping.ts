@@ -1,17 +1,20 @@
 // Domain ↔ proto: the only module that knows both shapes.
 import type { ContentPart as DomainContentPart, ToolSchema } from '../../src/index.js';
 import {
+  ApprovalMode,
   ExecutionMode,
   TurnKind,
+  type ApprovalPolicy as ProtoApprovalPolicy,
   type CallTool,
+  type ClientReply,
   type ContentPart,
   type ToolDefinition,
   type TurnContext as ProtoTurnContext,
   type TurnResponse,
 } from '../../src/gen/toolruntime/v1/sidecar.js';
-import type { TurnContext } from '../categories/category.js';
+import type { ApprovalPolicy, TurnContext } from '../categories/category.js';
 import { safeJsonStringify } from '../turn/build-result.js';
-import type { CallRequest, TurnEvent } from '../turn/turn-event.js';
+import type { CallRequest, ClientReplyPayload, TurnEvent } from '../turn/turn-event.js';
 
 /** The proto's TurnContext as the categories see it (UNSPECIFIED → 'text'). */
 export function toDomainTurnContext(context: ProtoTurnContext | undefined): TurnContext {
@@ -24,7 +27,32 @@ export function toDomainTurnContext(context: ProtoTurnContext | undefined): Turn
     brainEnabled: context?.brainEnabled ?? false,
     resultSchemaJson: context?.resultSchemaJson ?? '',
     labels: { ...(context?.labels ?? {}) },
+    controlPlane: context?.controlPlane ?? false,
+    approvalPolicy: toApprovalPolicy(context?.approvalPolicy),
   };
+}
+
+const approvalModes: Partial<Record<ApprovalMode, ApprovalPolicy['mode']>> = {
+  [ApprovalMode.APPROVAL_MODE_DESTRUCTIVE]: 'destructive',
+  [ApprovalMode.APPROVAL_MODE_NOT_READ_ONLY]: 'not_read_only',
+  [ApprovalMode.APPROVAL_MODE_LISTED]: 'listed',
+};
+
+/** The proto's policy (unset, UNSPECIFIED, NONE or an unknown value → none). */
+function toApprovalPolicy(policy: ProtoApprovalPolicy | undefined): ApprovalPolicy {
+  return { mode: (policy && approvalModes[policy.mode]) ?? 'none', toolNames: [...(policy?.toolNames ?? [])] };
+}
+
+/** A ClientReply's payload; undefined when it carries neither kind. */
+export function toClientReplyPayload(reply: ClientReply): ClientReplyPayload | undefined {
+  switch (reply.reply?.$case) {
+    case 'control':
+      return { kind: 'control', control: reply.reply.value };
+    case 'approval':
+      return { kind: 'approval', approved: reply.reply.value.approved, reason: reply.reply.value.reason };
+    default:
+      return undefined;
+  }
 }
 
 /** A collected schema as the proto's ToolDefinition. */
@@ -78,6 +106,19 @@ export function toTurnResponse(event: TurnEvent): TurnResponse {
         callId: event.callId,
         event: { $case: 'presentation', value: { kind: event.event.kind, payloadJson: safeJsonStringify(event.event.payload) } },
       };
+    case 'client-request': {
+      const { request } = event;
+      return {
+        callId: event.callId,
+        event: {
+          $case: 'clientRequest',
+          value: {
+            requestId: event.requestId,
+            request: request.kind === 'control' ? { $case: 'control', value: request.control } : { $case: 'approval', value: request.approval },
+          },
+        },
+      };
+    }
     case 'result': {
       const { result } = event;
       return {

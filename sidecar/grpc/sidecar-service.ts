@@ -9,6 +9,7 @@ import type {
 } from '../../src/gen/toolruntime/v1/sidecar.js';
 import { assembleToolSet, type Catalogs, type TurnContext } from '../categories/category.js';
 import type { SidecarConfig } from '../config.js';
+import { createClientRequests, type ControlChannel } from '../turn/client-requests.js';
 import { createTurnSession } from '../turn/turn-session.js';
 import { toGrpcStatus } from './grpc-status.js';
 import { toDomainTurnContext, toToolDefinition } from './proto-mapping.js';
@@ -20,25 +21,38 @@ export interface SidecarService {
   turns: Set<TurnHandle>;
 }
 
+// AssembleTools opens no turn, so nothing can answer: its tools are listed, never executed.
+const inspectionChannel: ControlChannel = {
+  request: () => Promise.reject(new Error('AssembleTools opens no turn: there is no client to ask')),
+};
+
 /** Builds the ToolSidecarService over the catalogs: AssembleTools and Turn. */
 export function createSidecarService(options: { catalogs: Catalogs; config: SidecarConfig; logger: Logger }): SidecarService {
   const { catalogs, config, logger } = options;
   const turns = new Set<TurnHandle>();
 
-  const assemble = async (turn: TurnContext, signal: AbortSignal) => {
-    const assembled = await assembleToolSet(catalogs, { turn, config, signal });
+  const assemble = async (turn: TurnContext, signal: AbortSignal, control: ControlChannel | undefined) => {
+    const assembled = await assembleToolSet(catalogs, { turn, config, signal, ...(turn.controlPlane && control ? { control } : {}) });
     return { assembled, definitions: collectToolSchemas(assembled.tools).map(toToolDefinition) };
   };
 
   const open = async (turn: TurnContext, signal: AbortSignal): Promise<OpenedTurn> => {
-    const { assembled, definitions } = await assemble(turn, signal);
+    const clientRequests = createClientRequests({ limits: config.limits });
+    const { assembled, definitions } = await assemble(turn, signal, clientRequests.channel);
     const logFields = { agentId: turn.agentId, turnId: turn.turnId, ...turn.labels };
     logger.info('turn opened', { ...logFields, kind: turn.kind, tools: assembled.tools.length });
     return {
       tools: definitions,
       instructions: assembled.instructions,
       maxCallsInFlight: config.limits.maxConcurrentCallsPerTurn,
-      session: createTurnSession({ tools: assembled.tools, limits: config.limits, logger, logFields }),
+      session: createTurnSession({
+        tools: assembled.tools,
+        limits: config.limits,
+        logger,
+        logFields,
+        clientRequests,
+        ...(turn.approvalPolicy ? { approvalPolicy: turn.approvalPolicy } : {}),
+      }),
     };
   };
 
@@ -46,7 +60,7 @@ export function createSidecarService(options: { catalogs: Catalogs; config: Side
     assembleTools(call: ServerUnaryCall<AssembleToolsRequest, AssembleToolsResponse>, callback: sendUnaryData<AssembleToolsResponse>) {
       const controller = new AbortController();
       call.on('cancelled', () => controller.abort());
-      assemble(toDomainTurnContext(call.request.context), controller.signal).then(
+      assemble(toDomainTurnContext(call.request.context), controller.signal, inspectionChannel).then(
         ({ assembled, definitions }) => callback(null, { tools: definitions, instructions: assembled.instructions, maxCallsInFlight: config.limits.maxConcurrentCallsPerTurn }),
         (error: unknown) => callback({ ...toGrpcStatus(error), name: 'AssembleToolsError', message: String(error) }),
       );

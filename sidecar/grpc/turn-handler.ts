@@ -1,12 +1,12 @@
 import { once } from 'node:events';
 import { status, type ServerDuplexStream } from '@grpc/grpc-js';
 import { errorMessage, type Logger } from '../../src/index.js';
-import type { ToolDefinition, TurnRequest, TurnResponse } from '../../src/gen/toolruntime/v1/sidecar.js';
+import { ClientReply, type ToolDefinition, type TurnRequest, type TurnResponse } from '../../src/gen/toolruntime/v1/sidecar.js';
 import type { TurnContext } from '../categories/category.js';
 import type { TurnEventSource, TurnSession } from '../turn/turn-session.js';
 import { enableBatchedWrites, findHttp2Stream } from './batch-writes.js';
 import { toGrpcStatus } from './grpc-status.js';
-import { toCallRequest, toDomainTurnContext, toTurnResponse } from './proto-mapping.js';
+import { toCallRequest, toClientReplyPayload, toDomainTurnContext, toTurnResponse } from './proto-mapping.js';
 
 /** What opening a turn yields: the tool set to answer with, and the session that runs its calls. */
 export interface OpenedTurn {
@@ -84,11 +84,17 @@ export function handleTurn(
       case 'cancel':
         current.cancel(request.request.value.callId, request.request.value.reason);
         return;
+      case 'reply': {
+        const reply = request.request.value;
+        // Measured again from the decoded reply: grpc-js does not expose the frame's size here.
+        current.reply(reply.requestId, toClientReplyPayload(reply), ClientReply.encode(reply).finish().length);
+        return;
+      }
       case 'open':
         fail(status.FAILED_PRECONDITION, 'the turn is already open: send `open` once, as the first request of a Turn stream');
         return;
       default:
-        fail(status.INVALID_ARGUMENT, 'the request carries none of `open`, `call` or `cancel`');
+        fail(status.INVALID_ARGUMENT, 'the request carries none of `open`, `call`, `cancel` or `reply`');
     }
   };
 

@@ -85,6 +85,12 @@ export interface ExecuteCallOptions {
   now: () => number;
   output: CallOutput;
   deadlines: DeadlineTimer;
+  /**
+   * Asks the client's approval once the call may run, before `activity-started` and `execute`;
+   * absent when the turn's policy does not ask for this tool. The wait is not counted in
+   * `durationMs`. Rejects when the call's signal aborts.
+   */
+  approve?: (label: string, signal: AbortSignal) => Promise<{ approved: boolean; reason: string }>;
   /** Called with the call id once its result was pushed. */
   onSettled: (callId: string) => void;
 }
@@ -213,6 +219,17 @@ class CallRun implements RunningCall {
     } catch (error) {
       logger.warn('describeActivity threw', { callId, tool: tool.name, error: errorMessage(error) });
     }
+    if (this.options.approve) {
+      let decision: { approved: boolean; reason: string };
+      try {
+        decision = await this.options.approve(label, this.signal());
+      } catch (error) {
+        if (this.reason) return abortedResult(this.reason, label, repairs, 0);
+        return errorResult({ code: 'denied', message: deniedMessage(tool.name, label, `the approval could not be asked: ${errorMessage(error)}`), label, repairs });
+      }
+      if (this.reason) return abortedResult(this.reason, label, repairs, 0);
+      if (!decision.approved) return errorResult({ code: 'denied', message: deniedMessage(tool.name, label, decision.reason), label, repairs });
+    }
     output.push({ type: 'activity-started', callId, label });
     const started = now();
     const outcome = await this.runTool();
@@ -254,4 +271,11 @@ class CallRun implements RunningCall {
 
 function abortedResult(reason: CallAbort | undefined, label: string, repairs: string[], durationMs: number): CallResult {
   return errorResult({ code: reason?.code ?? 'aborted', message: reason?.message ?? 'the call was aborted', label, repairs, durationMs });
+}
+
+/** The model-facing message of a refused call: what, why, and not to retry blindly. */
+function deniedMessage(toolName: string, label: string, reason: string): string {
+  const what = label && label !== toolName ? `${toolName} (${label})` : toolName;
+  const why = reason.trim() ? ` The reason given: ${reason.trim()}` : ' No reason was given.';
+  return `The user did not approve this call of ${what}, so it did not run and nothing was changed.${why} Do not retry the same call unchanged; change the approach, or ask the user what they want instead.`;
 }

@@ -1,9 +1,10 @@
 import type { ContentPart, PresentationEvent, ToolRuntimeErrorCode } from '../../src/index.js';
+import type { ControlReply, ControlRequest } from '../../src/gen/toolruntime/v1/control_plane.js';
 
 /** The error codes a call's result can carry (the proto's ToolError.code): a part of the one family. */
 export type CallErrorCode = Extract<
   ToolRuntimeErrorCode,
-  'invalid_arguments' | 'arguments_too_large' | 'unknown_tool' | 'duplicate_call_id' | 'tool_failed' | 'timeout' | 'aborted' | 'too_many_calls' | 'internal'
+  'invalid_arguments' | 'arguments_too_large' | 'unknown_tool' | 'duplicate_call_id' | 'tool_failed' | 'timeout' | 'aborted' | 'too_many_calls' | 'internal' | 'denied'
 >;
 
 /** How one call ended, as the client sees it. */
@@ -25,7 +26,27 @@ export interface CallResult {
 export type TurnEvent =
   | { type: 'activity-started'; callId: string; label: string }
   | { type: 'presentation'; callId: string; event: PresentationEvent }
-  | { type: 'result'; callId: string; result: CallResult };
+  | { type: 'result'; callId: string; result: CallResult }
+  | { type: 'client-request'; callId: string; requestId: string; request: ClientRequestPayload };
+
+/** What the sidecar asks a call's approval for: the validated call, as the client shows it. */
+export interface ApprovalRequestInfo {
+  toolName: string;
+  /** Empty when the tool has no namespace. */
+  namespace: string;
+  /** The call's activity label. */
+  label: string;
+  /** The validated parameters as JSON text. */
+  parametersJson: string;
+  readOnly: boolean;
+  destructive: boolean;
+}
+
+/** A question the sidecar asks the client on behalf of a call (the proto's ClientRequest). */
+export type ClientRequestPayload = { kind: 'control'; control: ControlRequest } | { kind: 'approval'; approval: ApprovalRequestInfo };
+
+/** The client's answer (the proto's ClientReply). */
+export type ClientReplyPayload = { kind: 'control'; control: ControlReply } | { kind: 'approval'; approved: boolean; reason: string };
 
 /** One call as a client asks for it (decoded from the proto's CallTool). */
 export interface CallRequest {

@@ -5,13 +5,15 @@ import {
   type Logger,
   type WorkerAgentTool,
 } from '../../src/index.js';
+import type { ApprovalPolicy } from '../categories/category.js';
 import type { SidecarLimits } from '../config.js';
-import { errorResult } from './build-result.js';
+import { errorResult, safeJsonStringify } from './build-result.js';
 import { createCallScheduler } from './call-scheduler.js';
+import { createClientRequests, type ClientRequests } from './client-requests.js';
 import { createDeadlineTimer } from './deadline-timer.js';
 import { createEventQueue } from './event-queue.js';
 import { executeCall, type CallOutput, type RunningCall } from './execute-call.js';
-import type { CallRequest, TurnEvent } from './turn-event.js';
+import type { CallRequest, ClientReplyPayload, TurnEvent } from './turn-event.js';
 
 /** One turn's calls: scheduling, execution and the stream of what happens. */
 export interface TurnSession {
@@ -22,6 +24,12 @@ export interface TurnSession {
   call(request: CallRequest): void;
   /** Aborts one call (its result comes with code `aborted`); an unknown or finished id is ignored. */
   cancel(callId: string, reason?: string): void;
+  /**
+   * Routes the client's reply to a reverse request (control or approval) by its id; an unknown or
+   * already answered id is ignored. `sizeBytes` is the reply's encoded size, checked against
+   * `limits.maxClientMessageBytes`.
+   */
+  reply(requestId: string, reply: ClientReplyPayload | undefined, sizeBytes: number): void;
   /** No more calls: `events` ends once every running call has sent its result. */
   endInput(): void;
   /**
@@ -73,6 +81,13 @@ export function createTurnSession(options: {
   tools: WorkerAgentTool[];
   limits: SidecarLimits;
   logger: Logger;
+  /**
+   * The turn's reverse requests; the categories' control channel is its `channel`. A fresh one
+   * when absent (approvals still work).
+   */
+  clientRequests?: ClientRequests;
+  /** Which calls ask the client's approval after validation, before `execute`; none when absent. */
+  approvalPolicy?: ApprovalPolicy;
   /** Labels for log lines (agent, turn). */
   logFields?: Record<string, unknown>;
   now?: () => number;
@@ -85,6 +100,10 @@ export function createTurnSession(options: {
   const queue = createEventQueue<TurnEvent>({ highWaterMark });
   const deadlines = createDeadlineTimer({ now });
   const running = new Map<string, RunningCall>();
+  // Calls accepted and not yet settled: `execute` may start (and ask the client) before `running` has them.
+  const live = new Set<string>();
+  const clientRequests = options.clientRequests ?? createClientRequests({ limits });
+  const needsApproval = approvalRule(options.approvalPolicy);
   const seen = new Set<string>();
   let inputEnded = false;
   let aborted = false;
@@ -106,6 +125,8 @@ export function createTurnSession(options: {
   };
   const onSettled = (callId: string) => {
     running.delete(callId);
+    live.delete(callId);
+    clientRequests.callEnded(callId);
     maybeEnd();
   };
   const take = () => {
@@ -129,6 +150,7 @@ export function createTurnSession(options: {
       }
     },
   };
+  clientRequests.attach(push, (callId) => live.has(callId));
   const fail = (callId: string, code: Parameters<typeof errorResult>[0]['code'], message: string, repairs?: string[]) =>
     push({ type: 'result', callId, result: errorResult({ code, message, repairs }) });
 
@@ -165,12 +187,30 @@ export function createTurnSession(options: {
         fail(callId, validation.error.code, validation.error.message, repairs);
         return;
       }
+      const params = validation.value;
+      const approve = needsApproval(tool)
+        ? (label: string, signal: AbortSignal) =>
+            clientRequests.approve(
+              callId,
+              {
+                toolName: tool.name,
+                namespace: tool.namespace ?? '',
+                label,
+                parametersJson: safeJsonStringify(params),
+                readOnly: tool.isReadOnly,
+                destructive: tool.isDestructive,
+              },
+              signal,
+            )
+        : undefined;
       const requested = request.deadlineMs > 0 ? request.deadlineMs : limits.defaultCallDeadlineMs;
+      live.add(callId);
       const call = executeCall({
         callId,
         tool,
-        params: validation.value,
+        params,
         repairs,
+        ...(approve ? { approve } : {}),
         deadlineMs: Math.min(requested, limits.maxCallDeadlineMs),
         ticket: scheduler.enter(tool.executionMode),
         limits,
@@ -181,6 +221,9 @@ export function createTurnSession(options: {
         onSettled,
       });
       running.set(callId, call);
+    },
+    reply(requestId, reply, sizeBytes) {
+      if (!clientRequests.reply(requestId, reply, sizeBytes)) logger.debug('a client reply answered no waiting request', { ...options.logFields, requestId });
     },
     cancel(callId, reason) {
       running.get(callId)?.abort('aborted', reason ? `the call was cancelled: ${reason}` : 'the call was cancelled');
@@ -197,4 +240,20 @@ export function createTurnSession(options: {
       maybeEnd();
     },
   };
+}
+
+/** The policy as a test on a tool: true when its calls must be approved first. */
+function approvalRule(policy: ApprovalPolicy | undefined): (tool: WorkerAgentTool) => boolean {
+  switch (policy?.mode) {
+    case 'destructive':
+      return (tool) => tool.isDestructive;
+    case 'not_read_only':
+      return (tool) => !tool.isReadOnly;
+    case 'listed': {
+      const names = new Set(policy.toolNames);
+      return (tool) => names.has(toolKey(tool.name, tool.namespace));
+    }
+    default:
+      return () => false;
+  }
 }

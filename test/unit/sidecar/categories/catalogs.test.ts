@@ -2,7 +2,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isToolRuntimeError, silentLogger } from '../../../../src/index.js';
-import { assembleToolSet } from '../../../../sidecar/categories/category.js';
+import { assembleToolSet, type ControlChannel } from '../../../../sidecar/categories/category.js';
 import type { SidecarConfig } from '../../../../sidecar/config.js';
 import { createCatalogs } from '../../../../sidecar/tool-sets.js';
 import { makeTempDir, testConfig, testContext } from './tool-harness.js';
@@ -13,6 +13,11 @@ const schema = JSON.stringify({ type: 'object', properties: { ok: { type: 'boole
 const fetchProfile = { allowPrivateNetwork: false, maxRedirects: 3, maxBytes: 1000, timeoutMs: 1000, userAgent: 't' };
 const searchProfile = { provider: 'searxng' as const, url: 'http://127.0.0.1:9', timeoutMs: 1000, maxResults: 5, allowPrivateNetwork: true };
 const computer = ['run_command', 'read_file', 'write_file', 'edit_file', 'list_files'];
+const scheduleTools = ['schedule_create', 'schedule_list', 'schedule_delete'];
+const jobTools = ['job_start', 'job_list', 'job_show', 'job_cancel'];
+const workflowTools = ['workflow_start', 'workflow_show', 'workflow_list', 'workflow_cancel'];
+// Never answered: assembling tools does not run them.
+const control: ControlChannel = { request: () => Promise.reject(new Error('not in this test')) };
 
 describe('the two catalogs pin their tool names', () => {
   let temp: Awaited<ReturnType<typeof makeTempDir>>;
@@ -63,5 +68,50 @@ describe('the two catalogs pin their tool names', () => {
   it('a workflow task without a usable result schema fails assembly with invalid_request', async () => {
     const error = await names({}, { kind: 'workflow_task', resultSchemaJson: '' }).catch((e: unknown) => e);
     expect(isToolRuntimeError(error, 'invalid_request')).toBe(true);
+  });
+
+  it('every combination of control_plane, can_spawn_jobs, kind, Brain and web gives the seed\'s names in order', async () => {
+    const config = testConfig({ workspace: temp.dir, stateDir: path.join(temp.dir, 'state-all'), brainDir, skillsDir });
+    const catalogs = createCatalogs(config, { logger: silentLogger });
+    opened.push(catalogs);
+    const webProfiles: Array<[string, Partial<SidecarConfig>, string[]]> = [
+      ['no web', {}, []],
+      ['fetch', { webFetch: fetchProfile }, ['web_fetch']],
+      ['fetch and search', { webFetch: fetchProfile, webSearch: searchProfile }, ['web_fetch', 'web_search']],
+    ];
+    let combinations = 0;
+    for (const controlPlane of [false, true]) {
+      for (const canSpawnJobs of [false, true]) {
+        for (const kind of ['text', 'workflow_task'] as const) {
+          for (const brainEnabled of [false, true]) {
+            for (const [webName, web, webTools] of webProfiles) {
+              const turn = { kind, controlPlane, canSpawnJobs, brainEnabled, enabledSkills: ['style-guide'], ...(kind === 'workflow_task' ? { resultSchemaJson: schema } : {}) };
+              const context = { ...testContext({ ...config, ...web }, turn), ...(controlPlane ? { control } : {}) };
+              const set = await assembleToolSet(catalogs, context);
+              const expected =
+                kind === 'text'
+                  ? [
+                      'todo_write',
+                      'todo_read',
+                      ...computer,
+                      ...webTools,
+                      ...(controlPlane ? scheduleTools : []),
+                      ...(controlPlane && canSpawnJobs ? jobTools : []),
+                      ...(controlPlane ? workflowTools : []),
+                    ]
+                  : [...webTools, ...(brainEnabled ? ['recall', 'get_page'] : []), 'submit_result'];
+              expect(set.tools.map((tool) => tool.name), `${kind}, control_plane ${controlPlane}, jobs ${canSpawnJobs}, brain ${brainEnabled}, ${webName}`).toEqual(expected);
+              combinations++;
+            }
+          }
+        }
+      }
+    }
+    expect(combinations).toBe(48);
+  });
+
+  it('the control-plane tools are offered only with a control channel, even when the turn says control_plane', async () => {
+    const set = await names({}, { controlPlane: true, canSpawnJobs: true });
+    expect(set.tools).toEqual(['todo_write', 'todo_read', ...computer]);
   });
 });

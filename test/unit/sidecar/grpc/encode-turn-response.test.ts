@@ -40,6 +40,29 @@ const cases: Array<[string, TurnResponse]> = [
   ['error with empty parts', result({ error: { code: '', message: '' } })],
   ['long text (multi-byte varint lengths)', result({ content: [{ part: { $case: 'text', value: 'x'.repeat(20_000) + 'é'.repeat(70_000) } }] })],
   ['large image', result({ content: [{ part: { $case: 'image', value: { data: Buffer.alloc(20_000, 7), mimeType: 'image/jpeg' } } }] })],
+  [
+    'client request: control (through ts-proto)',
+    {
+      callId: 'call_9',
+      event: {
+        $case: 'clientRequest',
+        value: { requestId: 'r1', request: { $case: 'control', value: { request: { $case: 'showJob', value: { agentId: '', jobId: 'job-é' } } } } },
+      },
+    },
+  ],
+  [
+    'client request: approval (through ts-proto)',
+    {
+      callId: 'call_10',
+      event: {
+        $case: 'clientRequest',
+        value: {
+          requestId: 'r2',
+          request: { $case: 'approval', value: { toolName: 'run_command', namespace: '', label: 'Running rm -rf build', parametersJson: '{"command":"rm -rf build"}', readOnly: false, destructive: true } },
+        },
+      },
+    },
+  ],
   ...[1, 127, 128, 16_383, 16_384, 2 ** 21, 2 ** 28, 2 ** 31, 0xffffffff].map((durationMs): [string, TurnResponse] => [`duration ${durationMs}`, result({ durationMs })]),
 ];
 

@@ -1,0 +1,94 @@
+import { errorMessage } from '../../src/index.js';
+import type { ControlReply, ControlRequest } from '../../src/gen/toolruntime/v1/control_plane.js';
+import { ControlPlaneError, isControlPlaneError } from './control-plane-error.js';
+import type { ControlPlaneStore } from './store/control-plane-store.js';
+import { workflowControlHandlers } from './workflows/workflow-control-handlers.js';
+import { scheduleJobControlHandlers, type ScheduleJobHooks } from './schedule-job-control-handlers.js';
+import { defaultWorkflowLimits, type WorkflowLimits } from './workflows/validate-workflow-definition.js';
+
+/** The workflow runner of this process, as the control handlers reach it. */
+export interface WorkflowRunnerHook {
+  /** The runner's lease owner id: a run started here is held by it from the start. */
+  readonly owner: string;
+  readonly leaseMs: number;
+  /** A run was just created for this runner: start running it. */
+  adopt(runId: string): void;
+  /** A run was cancelled in the store: abort its running task turns now. */
+  cancelled(runId: string, reason: string): void;
+}
+
+/** What the handlers may call besides the store. Every member is optional. */
+export interface ControlHooks {
+  workflowRunner?: WorkflowRunnerHook;
+  schedulesAndJobs?: ScheduleJobHooks;
+}
+
+/** What a handler gets besides its request. */
+export interface ControlContext {
+  store: ControlPlaneStore;
+  hooks: ControlHooks;
+  limits: WorkflowLimits;
+}
+
+type RequestCase = NonNullable<ControlRequest['request']>;
+type ReplyCase = NonNullable<ControlReply['reply']>;
+
+/** One operation's handler. Its value's `agent_id` is already the agent it acts for. */
+export type ControlHandler<C extends RequestCase['$case']> = (
+  value: Extract<RequestCase, { $case: C }>['value'],
+  context: ControlContext,
+) => Promise<ReplyCase>;
+
+/** Handlers by request case. */
+export type ControlHandlers = { [C in RequestCase['$case']]?: ControlHandler<C> };
+
+/** The dispatch table: each domain adds its handlers here, one line each. */
+const handlers: ControlHandlers = {
+  ...workflowControlHandlers,
+  ...scheduleJobControlHandlers,
+};
+
+/** Options of `answerControlRequest`. */
+export interface AnswerControlRequestOptions {
+  store: ControlPlaneStore;
+  /**
+   * The agent the request acts for. On a Turn stream, the turn's agent: an empty `agent_id` in the
+   * request means this agent, and another agent is refused with `permission_denied`. Absent for
+   * an operator (ControlPlaneService), who names the agent in the request.
+   */
+  agentId?: string;
+  request: ControlRequest;
+  hooks?: ControlHooks;
+  limits?: WorkflowLimits;
+}
+
+/**
+ * Answers one control request. Never throws: a refusal or a failure becomes a ControlError (code
+ * and a message the model or operator can act on). Requests for which no handler is registered
+ * yet get `unavailable`.
+ */
+export async function answerControlRequest(options: AnswerControlRequestOptions): Promise<ControlReply> {
+  const { request } = options.request;
+  try {
+    if (!request) throw new ControlPlaneError('invalid_request', 'the control request names no operation');
+    const value = { ...request.value };
+    if (options.agentId !== undefined) {
+      if (value.agentId !== '' && value.agentId !== options.agentId) {
+        throw new ControlPlaneError('permission_denied', `this turn acts for agent "${options.agentId}" and cannot act for agent "${value.agentId}"; leave agent_id empty`);
+      }
+      value.agentId = options.agentId;
+    }
+    const handler = handlers[request.$case] as ControlHandler<typeof request.$case> | undefined;
+    if (!handler) throw new ControlPlaneError('unavailable', `the control plane does not offer ${request.$case} yet`);
+    const context: ControlContext = { store: options.store, hooks: options.hooks ?? {}, limits: options.limits ?? defaultWorkflowLimits };
+    return { reply: await handler(value as never, context) };
+  } catch (error) {
+    return { reply: { $case: 'error', value: toControlError(error) } };
+  }
+}
+
+/** A thrown error as the ControlError a client gets. */
+export function toControlError(error: unknown): { code: string; message: string } {
+  if (isControlPlaneError(error)) return { code: error.controlCode, message: error.message };
+  return { code: 'internal', message: `the control plane failed: ${errorMessage(error).split('\n')[0]}` };
+}

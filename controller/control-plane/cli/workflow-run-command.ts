@@ -1,0 +1,197 @@
+import { readFile } from 'node:fs/promises';
+import { errorMessage, isToolRuntimeError } from '../../../src/index.js';
+import type { CliIo } from '../../cli.js';
+import { parseCliOptions, type CliOptions } from '../../cli-options.js';
+import { ControlPlaneError } from '../control-plane-error.js';
+import type { ControlPlaneStore } from '../store/control-plane-store.js';
+import { defaultDataDir } from '../store/default-data-dir.js';
+import type { WorkflowDefinition } from '../store/workflow-store.js';
+import { deadLocalOwners } from '../workflows/runner-owner.js';
+import { openSqliteStore } from '../store/sqlite/open-sqlite-store.js';
+import { sidecarTaskTurns } from '../workflows/sidecar-task-turns.js';
+import { parseWorkflowFile, defaultWorkflowLimits } from '../workflows/validate-workflow-definition.js';
+import { WorkflowRunner, type WorkflowRunnerEvent } from '../workflows/workflow-runner.js';
+import { startAgentServices } from './start-agent-services.js';
+
+/** The `workflow run --help` text. */
+export const WORKFLOW_RUN_USAGE = `Usage: npm run controller -- workflow run FILE.json [options]
+       npm run controller -- workflow resume RUN_ID [options]
+
+Runs one workflow to completion: each task as an isolated task turn that ends through
+submit_result, dependents after their dependencies commit. Prints each committed task result as one
+JSON line ({"task": ID, "result": VALUE}) on stdout, progress on stderr.
+
+FILE.json: { "name": "...", "max_parallel": 4,
+             "tasks": [{ "id": "...", "prompt": "...", "result_schema": { JSON Schema },
+                         "depends_on": ["..."], "max_attempts": 2 }] }
+
+Options:
+  --data-dir DIR   the control-plane store (default ~/.local/state/tools-runtime/controller)
+  and the model and sidecar flags of npm start: --workspace, --sidecar, --token-file, --base-url,
+  --model, --embedded, --stream/--no-stream, --tool-search, --flatten-namespaces,
+  --max-model-calls (per task turn), --agent-id, --quiet
+
+\`workflow resume\` takes over a run left running by a runner that is gone (killed, or its lease ran
+out): committed tasks are kept, tasks that were running run again as new attempts.
+
+Exit status: 0 when the run succeeded; 1 when it failed, was cancelled or could not run; 2 on bad
+usage or an invalid workflow file (one line on stderr).`;
+
+/** Takes `--data-dir` (both spellings) out of `args`. */
+function takeDataDir(args: string[]): { dataDir?: string; rest: string[] } {
+  const rest: string[] = [];
+  let dataDir: string | undefined;
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index]!;
+    if (arg === '--data-dir') dataDir = args[++index] ?? '';
+    else if (arg.startsWith('--data-dir=')) dataDir = arg.slice('--data-dir='.length);
+    else rest.push(arg);
+  }
+  return { ...(dataDir !== undefined ? { dataDir } : {}), rest };
+}
+
+/** The parsed flags of `workflow run` and `workflow resume`. */
+interface WorkflowFlags {
+  options: CliOptions;
+  dataDir: string;
+}
+
+/** Parses the flags after the file or run id; returns an exit code on bad usage. */
+function parseWorkflowFlags(flags: string[], io: CliIo): WorkflowFlags | number {
+  const usage = (message: string) => {
+    io.stderr.write(`error: ${message}\n`);
+    return 2;
+  };
+  const { dataDir, rest } = takeDataDir(flags);
+  if (dataDir === '') return usage('--data-dir needs a folder');
+  if (rest.some((arg) => arg === '--prompt' || arg.startsWith('--prompt=') || arg === '--events-file' || arg.startsWith('--events-file='))) {
+    return usage('workflows take their prompts from the workflow file; --prompt and --events-file do not apply');
+  }
+  try {
+    return { options: parseCliOptions(rest, io.env), dataDir: dataDir ?? defaultDataDir() };
+  } catch (error) {
+    return usage(errorMessage(error));
+  }
+}
+
+/**
+ * `workflow run FILE.json`: checks the file, stores a new run, runs it in this process on a sidecar
+ * and a model chosen by npm start's flags, prints the committed results. Everything it starts is
+ * stopped before it returns; on abort (Ctrl-C) the running task turns are aborted and the run is
+ * left running in the store, for `workflow resume` or `serve`.
+ */
+export async function runWorkflowRunCommand(args: string[], io: CliIo): Promise<number> {
+  const [file, ...flags] = args;
+  if (file === '--help' || file === '-h' || flags.includes('--help')) {
+    io.stdout.write(`${WORKFLOW_RUN_USAGE}\n`);
+    return 0;
+  }
+  if (!file || file.startsWith('-')) {
+    io.stderr.write('error: workflow run needs the workflow file first: npm run controller -- workflow run FILE.json [options]\n');
+    return 2;
+  }
+  const parsed = parseWorkflowFlags(flags, io);
+  if (typeof parsed === 'number') return parsed;
+  let definition: WorkflowDefinition;
+  try {
+    definition = parseWorkflowFile(await readFile(file, 'utf8'));
+  } catch (error) {
+    const code = error instanceof ControlPlaneError ? undefined : (error as NodeJS.ErrnoException).code;
+    io.stderr.write(`error: ${code ? `cannot read the workflow file ${file}: ${code}` : `${file}: ${errorMessage(error)}`}\n`);
+    return 2;
+  }
+  return driveWorkflow(parsed, io, async (store, runner, progress) => {
+    const created = await store.workflows.createRun({
+      agentId: parsed.options.agentId,
+      definition,
+      maxRunningPerAgent: defaultWorkflowLimits.maxRunningPerAgent,
+      owner: runner.owner,
+      leaseMs: runner.leaseMs,
+    });
+    progress(`▶ workflow "${definition.name}": run ${created.runId}, ${definition.tasks.length} tasks, max_parallel ${definition.maxParallel}, store ${store.location}`);
+    return created.runId;
+  });
+}
+
+/**
+ * `workflow resume RUN_ID`: takes over a run that is still running in the store and whose runner is
+ * gone (its process ended, or its lease ran out), and runs it to the end as `workflow run` does:
+ * committed tasks are kept, tasks that were running run again as new attempts.
+ */
+export async function runWorkflowResumeCommand(args: string[], io: CliIo): Promise<number> {
+  const [runId, ...flags] = args;
+  if (runId === '--help' || runId === '-h' || flags.includes('--help')) {
+    io.stdout.write(`${WORKFLOW_RUN_USAGE}\n`);
+    return 0;
+  }
+  if (!runId || runId.startsWith('-')) {
+    io.stderr.write('error: workflow resume needs the run id first: npm run controller -- workflow resume RUN_ID [options]\n');
+    return 2;
+  }
+  const parsed = parseWorkflowFlags(flags, io);
+  if (typeof parsed === 'number') return parsed;
+  return driveWorkflow(parsed, io, async (store, runner, progress) => {
+    const run = await store.workflows.getRun(runId);
+    if (!run) throw new ControlPlaneError('not_found', `no workflow run "${runId}" in ${store.location}`);
+    if (run.state !== 'running') return runId;
+    const claimed = await store.workflows.claimRuns({ owner: runner.owner, leaseMs: runner.leaseMs, runId, takeOverFrom: deadLocalOwners(run.owner ? [run.owner] : []) });
+    if (claimed.length === 0) {
+      throw new ControlPlaneError('unavailable', `run ${runId} is held by the runner ${run.owner ?? '?'} until ${new Date(run.leaseUntil ?? 0).toISOString()}; try again after that`);
+    }
+    progress(`▶ resuming workflow "${run.name}": run ${runId}, store ${store.location}`);
+    return runId;
+  });
+}
+
+/** Opens the store and the agent's services, runs the run `begin` names, prints its results. */
+async function driveWorkflow(
+  { options, dataDir }: WorkflowFlags,
+  io: CliIo,
+  begin: (store: ControlPlaneStore, runner: WorkflowRunner, progress: (line: string) => void) => Promise<string>,
+): Promise<number> {
+  const progress = (line: string) => {
+    if (!options.quiet) io.stderr.write(`${line}\n`);
+  };
+  const cleanups: Array<() => Promise<void>> = [];
+  try {
+    const store = await openSqliteStore({ dataDir });
+    cleanups.push(() => store.close());
+    const { client, model } = await startAgentServices(options, cleanups, io.signal, progress);
+    const runner = new WorkflowRunner({
+      store,
+      model,
+      openTaskTurn: sidecarTaskTurns(client),
+      turnOptions: { toolSearch: options.toolSearch, flattenNamespaces: options.flattenNamespaces, maxModelCalls: options.maxModelCalls },
+      onEvent: (event) => progress(renderRunnerEvent(event)),
+    });
+    cleanups.push(() => runner.close());
+    const runId = await begin(store, runner, progress);
+    runner.adopt(runId);
+    const run = await runner.waitForRun(runId, { signal: io.signal });
+    for (const task of run?.tasks ?? []) {
+      if (task.resultJson !== undefined) io.stdout.write(`${JSON.stringify({ task: task.taskId, result: JSON.parse(task.resultJson) as unknown })}\n`);
+    }
+    if (run?.state === 'succeeded') return 0;
+    io.stderr.write(`error: workflow ${run?.state ?? 'lost'}: ${(run?.error ?? 'no reason given').split('\n')[0]}\n`);
+    return 1;
+  } catch (error) {
+    const aborted = isToolRuntimeError(error, 'aborted') || io.signal.aborted;
+    io.stderr.write(`error: ${aborted ? 'aborted; the run stays running in the store: `workflow resume RUN_ID` (or `serve`) resumes it' : errorMessage(error).split('\n')[0]}\n`);
+    return 1;
+  } finally {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
+  }
+}
+
+function renderRunnerEvent(event: WorkflowRunnerEvent): string {
+  switch (event.type) {
+    case 'task-started':
+      return `▶ task ${event.taskId}: attempt ${event.attempt}`;
+    case 'task-committed':
+      return `✔ task ${event.taskId}: committed (${Math.round(event.turnMs)} ms)`;
+    case 'attempt-failed':
+      return `✖ task ${event.taskId}: attempt ${event.attempt} failed${event.taskFailed ? ', no attempts left' : ''}: ${event.reason}`;
+    case 'run-finished':
+      return `■ run ${event.state}${event.error ? `: ${event.error}` : ''}`;
+  }
+}

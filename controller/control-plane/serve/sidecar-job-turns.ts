@@ -1,0 +1,61 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '../../../src/index.js';
+import { runTurn, type RunTurnOptions } from '../../loop/run-turn.js';
+import type { ResponsesModel } from '../../model/responses-model.js';
+import type { SidecarClient } from '../../sidecar-client/create-sidecar-client.js';
+import type { ClientRequestHandler } from '../../sidecar-client/sidecar-types.js';
+import { answerControlRequest, type ControlHooks } from '../answer-control-request.js';
+import type { RunJobTurn } from '../jobs/job-runner.js';
+import type { ControlPlaneStore } from '../store/control-plane-store.js';
+
+/** Options of `sidecarJobTurns`. */
+export interface SidecarJobTurnsOptions {
+  clientFor: (agentId: string) => SidecarClient;
+  model: ResponsesModel;
+  store: ControlPlaneStore;
+  /** The hooks control requests from the job's turn are answered with (read at each request). */
+  hooks: () => ControlHooks;
+  turnOptions?: Pick<RunTurnOptions, 'toolSearch' | 'flattenNamespaces' | 'maxModelCalls' | 'callDeadlineMs'>;
+  logger?: Logger;
+}
+
+/**
+ * Runs a background job (or a schedule's firing) as one text turn on the agent's sidecar: the turn
+ * declares the control-plane capability and its control requests are answered as the job's agent
+ * (never another), with `can_spawn_jobs` from the job (false for a job's own turn, so it gets no
+ * job tools). Approvals are not asked for (no approval policy). The signal aborts the model request
+ * and every call in flight; a turn that does not complete is a failed job with the reason.
+ */
+export function sidecarJobTurns(options: SidecarJobTurnsOptions): RunJobTurn {
+  return async (job, signal) => {
+    const turnId = randomUUID();
+    const onClientRequest: ClientRequestHandler = async (event) => {
+      if (event.kind !== 'control') {
+        return { kind: 'approval', approved: false, reason: 'background turns run unattended: nobody can approve calls there' };
+      }
+      const control = await answerControlRequest({ store: options.store, agentId: job.agentId, request: event.control, hooks: options.hooks() });
+      return { kind: 'control', control };
+    };
+    const turn = await options.clientFor(job.agentId).openTurn(
+      {
+        agentId: job.agentId,
+        turnId,
+        kind: 'text',
+        canSpawnJobs: job.canSpawnJobs,
+        controlPlane: true,
+        labels: { job_id: job.jobId, ...(job.scheduleId ? { schedule_id: job.scheduleId } : {}) },
+      },
+      { signal, onClientRequest },
+    );
+    try {
+      const outcome = await runTurn({ model: options.model, turn, prompt: job.prompt, signal, turnId, ...options.turnOptions });
+      if (outcome.status === 'completed' || outcome.status === 'terminated') {
+        return { status: 'succeeded', finalText: outcome.finalText, error: '' };
+      }
+      return { status: 'failed', finalText: outcome.finalText, error: `turn ${outcome.status}: ${outcome.error ?? 'no reason given'}` };
+    } finally {
+      if (signal.aborted) turn.abort();
+      else await turn.close({ timeoutMs: 5_000 });
+    }
+  };
+}

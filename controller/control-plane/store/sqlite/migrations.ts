@@ -1,0 +1,71 @@
+/**
+ * The SQLite schema as an ordered list of versioned migrations. A migration is never edited once
+ * released: a change is a new entry at the end, with the next version. `openSqliteStore` applies the
+ * ones newer than the database's `user_version`, each in its own transaction.
+ */
+import { scheduleJobMigration } from './schedule-job-migrations.js';
+
+export interface SqliteMigration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const migrations: readonly SqliteMigration[] = [
+  {
+    version: 1,
+    name: 'workflows',
+    sql: `
+      CREATE TABLE workflow_runs (
+        run_id TEXT PRIMARY KEY,
+        agent_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('running', 'succeeded', 'failed', 'cancelled')),
+        max_parallel INTEGER NOT NULL,
+        error TEXT,
+        created_at TEXT NOT NULL,
+        finished_at TEXT,
+        owner TEXT,
+        lease_until INTEGER
+      );
+      CREATE INDEX workflow_runs_by_agent ON workflow_runs (agent_id, created_at);
+      CREATE INDEX workflow_runs_by_state ON workflow_runs (state);
+      CREATE TABLE workflow_tasks (
+        run_id TEXT NOT NULL REFERENCES workflow_runs (run_id),
+        task_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        prompt TEXT NOT NULL,
+        result_schema_json TEXT NOT NULL,
+        depends_on_json TEXT NOT NULL,
+        max_attempts INTEGER NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'committed', 'failed', 'skipped', 'cancelled')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        failed_attempts INTEGER NOT NULL DEFAULT 0,
+        error TEXT,
+        PRIMARY KEY (run_id, task_id)
+      );
+      -- Exactly one committed result per (run, task): the primary key refuses a second.
+      CREATE TABLE workflow_results (
+        run_id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        result_json TEXT NOT NULL,
+        committed_at TEXT NOT NULL,
+        PRIMARY KEY (run_id, task_id),
+        FOREIGN KEY (run_id, task_id) REFERENCES workflow_tasks (run_id, task_id)
+      );
+      CREATE TABLE workflow_attempts (
+        run_id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        outcome TEXT CHECK (outcome IN ('committed', 'failed', 'interrupted', 'cancelled')),
+        error TEXT,
+        PRIMARY KEY (run_id, task_id, attempt),
+        FOREIGN KEY (run_id, task_id) REFERENCES workflow_tasks (run_id, task_id)
+      );
+    `,
+  },
+  { version: 2, ...scheduleJobMigration },
+];

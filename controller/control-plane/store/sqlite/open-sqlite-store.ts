@@ -1,0 +1,98 @@
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import { errorMessage } from '../../../../src/index.js';
+import { ControlPlaneError } from '../../control-plane-error.js';
+import type { ControlPlaneStore } from '../control-plane-store.js';
+import { migrations, type SqliteMigration } from './migrations.js';
+import { createSqliteWorkflowStore } from './sqlite-workflow-store.js';
+import { createSqliteJobStore } from './sqlite-job-store.js';
+import { createSqliteScheduleStore } from './sqlite-schedule-store.js';
+
+/** The database file's name inside the data dir. */
+export const STORE_FILE_NAME = 'control-plane.sqlite';
+
+/** Options of `openSqliteStore`. */
+export interface OpenSqliteStoreOptions {
+  /** The folder holding the database (created when absent). */
+  dataDir: string;
+  /** The clock (injected for tests). */
+  now?: () => Date;
+  /** New ids (injected for tests). */
+  newId?: () => string;
+  /** The migrations to apply (default: all of them; tests pass a prefix). */
+  migrations?: readonly SqliteMigration[];
+}
+
+/** What the SQLite parts of the store share. */
+export interface SqliteStoreContext {
+  db: Database.Database;
+  now: () => Date;
+  newId: () => string;
+}
+
+/**
+ * Opens (creating when needed) the embedded control-plane store: `<dataDir>/control-plane.sqlite`
+ * through better-sqlite3, in WAL mode with foreign keys on and a busy timeout, migrated to the
+ * newest version. Several processes may open the same file; SQLite serialises their writes.
+ *
+ * @throws ControlPlaneError `unavailable` when the folder or the file cannot be opened, or the file
+ *   was written by a newer version of this program.
+ */
+export async function openSqliteStore(options: OpenSqliteStoreOptions): Promise<ControlPlaneStore> {
+  const dataDir = resolve(options.dataDir);
+  const location = join(dataDir, STORE_FILE_NAME);
+  let db: Database.Database;
+  try {
+    mkdirSync(dataDir, { recursive: true });
+    db = new Database(location, { timeout: 10_000 });
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('foreign_keys = ON');
+  } catch (cause) {
+    throw new ControlPlaneError('unavailable', `cannot open the control-plane store ${location}: ${errorMessage(cause)}`, { cause });
+  }
+  try {
+    migrate(db, options.migrations ?? migrations);
+  } catch (cause) {
+    db.close();
+    throw cause instanceof ControlPlaneError ? cause : new ControlPlaneError('unavailable', `cannot migrate ${location}: ${errorMessage(cause)}`, { cause });
+  }
+  const context: SqliteStoreContext = {
+    db,
+    now: options.now ?? (() => new Date()),
+    newId: options.newId ?? (() => crypto.randomUUID()),
+  };
+  let closed = false;
+  return {
+    location,
+    workflows: createSqliteWorkflowStore(context),
+    schedules: createSqliteScheduleStore(db),
+    jobs: createSqliteJobStore(db),
+    approvals: {},
+    async close() {
+      if (closed) return;
+      closed = true;
+      db.close();
+    },
+  };
+}
+
+/** Applies the migrations newer than `user_version`, each with its version bump in one transaction. */
+function migrate(db: Database.Database, list: readonly SqliteMigration[]): void {
+  list.forEach((migration, index) => {
+    if (migration.version !== index + 1) throw new ControlPlaneError('internal', `migration "${migration.name}" has version ${migration.version}; versions must be 1, 2, 3... in list order`);
+  });
+  const current = db.pragma('user_version', { simple: true }) as number;
+  const newest = list.at(-1)?.version ?? 0;
+  if (current > newest) {
+    throw new ControlPlaneError('unavailable', `the store is at schema version ${current}, newer than this program's ${newest}; use a newer controller`);
+  }
+  for (const migration of list) {
+    if (migration.version <= current) continue;
+    db.transaction(() => {
+      db.exec(migration.sql);
+      db.pragma(`user_version = ${migration.version}`);
+    }).immediate();
+  }
+}

@@ -1,0 +1,118 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openSqliteStore } from '../../../controller/control-plane/store/sqlite/open-sqlite-store.js';
+import type { ResponseItem } from '../../../controller/model/responses-model.js';
+import { functionCallItem } from '../../../controller/model/responses-wire.js';
+import { startScriptedResponsesServer, type ScriptStep } from '../../fakes/scripted-responses-server.js';
+import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
+
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+const scratch = mkdtempSync(join(tmpdir(), 'workflow-cli-'));
+let sidecar: StartedSidecar;
+
+beforeAll(async () => {
+  mkdirSync(join(scratch, 'workspace'));
+  sidecar = await startSidecar({ entry: 'test/fixtures/workflow-fixture-sidecar.ts', args: ['--listen', '127.0.0.1:0', '--workspace', join(scratch, 'workspace'), '--state-dir', join(scratch, 'state')] });
+});
+afterAll(async () => {
+  await sidecar?.stop();
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+/** Starts `npm run controller -- ARGS` as its own process group (tsx and its node child). */
+function controller(args: string[]) {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  delete env.OPENAI_API_KEY;
+  delete env.OPENAI_BASE_URL;
+  const child = spawn(`${root}node_modules/.bin/tsx`, [`${root}controller/control-plane-main.ts`, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  const timer = setTimeout(() => process.kill(-child.pid!, 'SIGKILL'), 60_000);
+  void exited.then(() => clearTimeout(timer));
+  return { child, exited, out: () => stdout, err: () => stderr, kill: () => process.kill(-child.pid!, 'SIGKILL') };
+}
+
+const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] };
+const writeWorkflow = (name: string, body: unknown) => {
+  const file = join(scratch, name);
+  writeFileSync(file, typeof body === 'string' ? body : JSON.stringify(body));
+  return file;
+};
+const promptOf = (body: Record<string, unknown>) => JSON.stringify((body.input as ResponseItem[])[0]);
+const submit = (n: number) => ({ output: [functionCallItem({ callId: 'c1', name: 'submit_result', arguments: JSON.stringify({ result: { n } }) })] });
+
+describe('npm run controller -- workflow run', () => {
+  it('runs a good file on the embedded model and prints each committed result as a JSON line', async () => {
+    const file = writeWorkflow('good.json', {
+      name: 'good',
+      tasks: [
+        { id: 'a', prompt: 'first', result_schema: schema },
+        { id: 'b', prompt: 'second', result_schema: { type: 'object', properties: { label: { type: 'string', minLength: 2 } }, required: ['label'] }, depends_on: ['a'] },
+      ],
+    });
+    const run = controller(['workflow', 'run', file, '--data-dir', join(scratch, 'data-good'), '--sidecar', sidecar.address, '--embedded']);
+    expect(await run.exited, run.err()).toBe(0);
+    const lines = run.out().trim().split('\n').map((line) => JSON.parse(line) as { task: string; result: Record<string, unknown> });
+    expect(lines.map((line) => line.task)).toEqual(['a', 'b']);
+    expect(typeof lines[0]!.result.n).toBe('number');
+    expect(String(lines[1]!.result.label).length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('refuses a bad file with one line and exit 2, without a stack trace', async () => {
+    const file = writeWorkflow('bad.json', { name: 'bad', tasks: [{ id: 'a', prompt: 'p', result_schema: schema, depends_on: ['b'] }, { id: 'b', prompt: 'p', result_schema: schema, depends_on: ['a'] }] });
+    const run = controller(['workflow', 'run', file, '--data-dir', join(scratch, 'data-bad'), '--sidecar', sidecar.address, '--embedded']);
+    expect(await run.exited).toBe(2);
+    expect(run.err()).toBe(`error: ${file}: invalid workflow: the dependencies form a cycle: a → b → a (each listed task depends on the next); remove one of these depends_on entries\n`);
+    expect(run.out()).toBe('');
+    const notJson = controller(['workflow', 'run', writeWorkflow('broken.json', '{"name": '), '--embedded']);
+    expect(await notJson.exited).toBe(2);
+    expect(notJson.err()).toMatch(/^error: .*broken\.json: the workflow file is not JSON: [^\n]*\n$/);
+  });
+
+  it('SIGKILLed mid-workflow, then resumed: the run finishes, nothing committed runs again or commits twice', async () => {
+    const steps: ScriptStep[] = [
+      (body) => (promptOf(body).includes('first') ? submit(11) : { status: 500, body: { error: { message: 'expected task a first' } } }),
+      { hang: true },
+      (body) => (promptOf(body).includes('second') ? submit(22) : { status: 500, body: { error: { message: 'task a ran again' } } }),
+    ];
+    const server = await startScriptedResponsesServer({ steps });
+    const dataDir = join(scratch, 'data-kill');
+    const file = writeWorkflow('kill.json', { name: 'kill', max_parallel: 1, tasks: [{ id: 'a', prompt: 'first', result_schema: schema }, { id: 'b', prompt: 'second', result_schema: schema, depends_on: ['a'] }] });
+    const flags = ['--data-dir', dataDir, '--sidecar', sidecar.address, '--base-url', server.baseURL, '--model', 'scripted'];
+    try {
+      const first = controller(['workflow', 'run', file, ...flags]);
+      await server.waitForRequests(2, AbortSignal.timeout(60_000));
+      first.kill();
+      expect(await first.exited).toBeNull();
+      const runId = /run ([0-9a-f-]{36})/.exec(first.err())?.[1];
+      expect(runId, first.err()).toBeDefined();
+
+      const second = controller(['workflow', 'resume', runId!, ...flags]);
+      expect(await second.exited, second.err()).toBe(0);
+      expect(second.out().trim().split('\n').map((line) => JSON.parse(line) as unknown)).toEqual([
+        { task: 'a', result: { n: 11 } },
+        { task: 'b', result: { n: 22 } },
+      ]);
+      expect(server.requests).toHaveLength(3);
+      const store = await openSqliteStore({ dataDir });
+      try {
+        const run = await store.workflows.getRun(runId!);
+        expect(run?.tasks.map((task) => [task.taskId, task.state, task.attempts])).toEqual([['a', 'committed', 1], ['b', 'committed', 2]]);
+        const attempts = await store.workflows.listAttempts(runId!);
+        expect(attempts.map((a) => `${a.taskId}${a.attempt}:${a.outcome}`)).toEqual(['a1:committed', 'b1:interrupted', 'b2:committed']);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await server.close();
+    }
+  });
+});
