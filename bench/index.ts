@@ -7,6 +7,7 @@ const suites: Array<[string, () => Promise<{ run: BenchSuite }>]> = [
   ['arguments', () => import('./suites/arguments.js')],
   ['sidecar', () => import('./suites/sidecar.js')],
   ['controller', () => import('./suites/controller.js')],
+  ['workflows', () => import('./suites/workflows.js')],
   ['schedules', () => import('./suites/schedules.js')],
 ];
 

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { ToolRuntimeError } from '../src/index.js';
+import { defaultDataDir } from './control-plane/store/default-data-dir.js';
 import type { ToolSearchMode } from './loop/collect-provider-tools.js';
 
 /** The controller CLI's settings, after flags and environment. */
@@ -22,6 +23,8 @@ export interface CliOptions {
   maxModelCalls: number;
   eventsFile?: string;
   agentId: string;
+  /** The control-plane store's folder (opened when the turn first uses a control-plane tool). */
+  dataDir: string;
   quiet: boolean;
   /**
    * Which calls need approval: `never`, `destructive` (the default), `all` (every call that is not
@@ -55,6 +58,8 @@ Options:
   --max-model-calls N     stop after N model calls (default 50)
   --events-file FILE      write the turn's events as JSON lines to FILE
   --agent-id ID           the agent the turn belongs to (default: cli-agent)
+  --data-dir DIR          the control-plane store for the workflow tools (default:
+                          ~/.local/state/tools-runtime/controller; opened only when used)
   --approve WHEN          never | destructive | all: which calls must be approved before they run
                           (default: destructive; all = every call that is not read-only). Asked
                           y/N at the terminal; without a terminal such calls are denied, so use
@@ -93,6 +98,7 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
         'max-model-calls': { type: 'string' },
         'events-file': { type: 'string' },
         'agent-id': { type: 'string' },
+        'data-dir': { type: 'string' },
         quiet: { type: 'boolean' },
         approve: { type: 'string' },
       },
@@ -135,6 +141,7 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
     maxModelCalls,
     ...(parsed['events-file'] ? { eventsFile: parsed['events-file'] } : {}),
     agentId: parsed['agent-id'] ?? 'cli-agent',
+    dataDir: parsed['data-dir'] ?? defaultDataDir(),
     quiet: parsed.quiet === true,
     approve,
   };

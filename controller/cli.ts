@@ -15,6 +15,8 @@ import { createSidecarClient } from './sidecar-client/create-sidecar-client.js';
 import type { ApproveCallback } from './sidecar-client/sidecar-types.js';
 import { spawnSidecar, type SpawnedSidecar } from './sidecar-client/spawn-sidecar.js';
 import { renderTurnEvent } from './render-turn-event.js';
+import { createTurnControlPlane } from './control-plane/cli/turn-control-plane.js';
+import { renderRunnerEvent } from './control-plane/cli/workflow-run-command.js';
 
 const sampleWorkspace = fileURLToPath(new URL('./sample-workspace/', import.meta.url));
 
@@ -130,6 +132,17 @@ async function runOneTurn(
 
   const client = createSidecarClient({ address, ...(token ? { token } : {}) });
   cleanups.push(async () => client.close());
+  // The control-plane tools: answered here, as this turn's agent; a workflow the turn starts runs in
+  // this process, and the CLI waits for it after the answer.
+  const controlPlane = createTurnControlPlane({
+    dataDir: options.dataDir,
+    agentId: options.agentId,
+    model,
+    client,
+    turnOptions: { toolSearch: options.toolSearch, flattenNamespaces: options.flattenNamespaces, maxModelCalls: options.maxModelCalls },
+    onEvent: (event) => progress(renderRunnerEvent(event)),
+  });
+  cleanups.push(() => controlPlane.close());
   const turnId = randomUUID();
   const approvalPolicy = options.approve === 'never' ? undefined : { mode: options.approve === 'all' ? ('not_read_only' as const) : ('destructive' as const) };
   let approve: ApproveCallback | undefined;
@@ -144,8 +157,8 @@ async function runOneTurn(
     }
   }
   const turn = await client.openTurn(
-    { agentId: options.agentId, turnId, kind: 'text', ...(approvalPolicy ? { approvalPolicy } : {}) },
-    { signal, ...(approve ? { approve } : {}) },
+    { agentId: options.agentId, turnId, kind: 'text', controlPlane: true, ...(approvalPolicy ? { approvalPolicy } : {}) },
+    { signal, onClientRequest: controlPlane.onClientRequest, ...(approve ? { approve } : {}) },
   );
   try {
     return await runTurn({
@@ -162,5 +175,6 @@ async function runOneTurn(
   } finally {
     if (signal.aborted) turn.abort();
     else await turn.close({ timeoutMs: 5_000 });
+    await controlPlane.reportStartedRuns(signal, progress);
   }
 }

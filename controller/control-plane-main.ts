@@ -1,6 +1,7 @@
 // `npm run controller -- COMMAND ...`: the control plane's commands. Wiring only: each command is
-// one line of the table below, its code in controller/control-plane/cli/.
+// one line of the table below, its code in controller/control-plane/.
 import type { CliIo } from './cli.js';
+import { runApprovalsCommand } from './control-plane/approvals/approvals-command.js';
 import { runWorkflowResumeCommand, runWorkflowRunCommand } from './control-plane/cli/workflow-run-command.js';
 import { runServe } from './control-plane/serve/run-serve.js';
 
@@ -10,6 +11,7 @@ const commands: Record<string, Command> = {
   'workflow run': runWorkflowRunCommand,
   'workflow resume': runWorkflowResumeCommand,
   serve: (args, io) => runServe({ ...io, argv: args }),
+  approvals: runApprovalsCommand,
 };
 
 const usage = `Usage: npm run controller -- COMMAND [options]

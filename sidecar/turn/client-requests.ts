@@ -139,7 +139,8 @@ export function createClientRequests(options: { limits: ClientRequestLimits }): 
       return true;
     },
     callEnded(callId) {
-      perCall.delete(callId);
+      // Every call passes here: nothing to allocate when the call never asked anything.
+      if (!perCall.delete(callId) || pending.size === 0) return;
       for (const waiting of [...pending.values()]) {
         if (waiting.callId === callId) waiting.reject(new ToolRuntimeError('aborted', 'the call ended before the client replied'));
       }

@@ -183,7 +183,8 @@ async function driveWorkflow(
   }
 }
 
-function renderRunnerEvent(event: WorkflowRunnerEvent): string {
+/** One progress line for a runner event. */
+export function renderRunnerEvent(event: WorkflowRunnerEvent): string {
   switch (event.type) {
     case 'task-started':
       return `▶ task ${event.taskId}: attempt ${event.attempt}`;

@@ -14,6 +14,7 @@ import {
   type ListApprovalsRequest,
   type ListApprovalsResponse,
 } from '../../../src/gen/toolruntime/v1/control_plane.js';
+import { isControlPlaneError } from '../control-plane-error.js';
 import { createTokenInterceptor } from '../../../sidecar/grpc/auth-interceptor.js';
 import { boundAddress, isLoopbackAddress } from '../../../sidecar/grpc/listen-address.js';
 
@@ -98,6 +99,11 @@ export function createControlPlaneServer(options: {
       (value: Extract<NonNullable<ControlRequest['request']>, { $case: C }>['value']) => ({ request: { $case: name, value } }) as ControlRequest,
       (reply) => (reply.reply?.$case === name ? (reply.reply.value as Extract<NonNullable<ControlReply['reply']>, { $case: C }>['value']) : undefined),
     );
+  // A refusal (unknown id, already decided) keeps its code; anything else is INTERNAL.
+  const approvalError = (error: unknown) => ({
+    code: (isControlPlaneError(error) && statusOfControlCode[error.controlCode]) || grpc.status.INTERNAL,
+    details: errorMessage(error),
+  });
   const approvalsMissing = (callback: grpc.sendUnaryData<never>) =>
     callback({ code: grpc.status.UNIMPLEMENTED, details: 'this controller keeps no stored approvals' });
 
@@ -115,11 +121,11 @@ export function createControlPlaneServer(options: {
     cancelJob: rpc('cancelJob'),
     listApprovals: (call, callback) => {
       if (!options.approvals) return approvalsMissing(callback as grpc.sendUnaryData<never>);
-      options.approvals.list(call.request).then((value) => callback(null, value), (error: unknown) => callback({ code: grpc.status.INTERNAL, details: errorMessage(error) }));
+      options.approvals.list(call.request).then((value) => callback(null, value), (error: unknown) => callback(approvalError(error)));
     },
     decideApproval: (call, callback) => {
       if (!options.approvals) return approvalsMissing(callback as grpc.sendUnaryData<never>);
-      options.approvals.decide(call.request).then((value) => callback(null, value), (error: unknown) => callback({ code: grpc.status.INTERNAL, details: errorMessage(error) }));
+      options.approvals.decide(call.request).then((value) => callback(null, value), (error: unknown) => callback(approvalError(error)));
     },
   };
   server.addService(ControlPlaneServiceService, implementation);

@@ -5,6 +5,7 @@ import { startEmbeddedModel, EMBEDDED_MODEL_NAME } from '../../model/embedded-mo
 import { createOpenAIResponsesModel } from '../../model/openai-responses-model.js';
 import type { ResponsesModel } from '../../model/responses-model.js';
 import { answerControlRequest, type ControlHooks } from '../answer-control-request.js';
+import { createApprovalOperations } from '../approvals/approval-operations.js';
 import { createControlPlaneServer } from '../grpc/control-plane-server.js';
 import { JobRunner } from '../jobs/job-runner.js';
 import { Scheduler } from '../schedules/scheduler.js';
@@ -74,6 +75,9 @@ export async function runServe(io: ServeIo): Promise<number> {
         model,
         store,
         hooks: () => hooks,
+        ...(options.approve !== 'never'
+          ? { approvals: { policy: { mode: options.approve === 'all' ? 'not_read_only' : 'destructive' }, expiresAfterMs: options.approvalTimeoutMs } }
+          : {}),
         turnOptions,
         logger,
       }),
@@ -93,7 +97,7 @@ export async function runServe(io: ServeIo): Promise<number> {
       }
       return answerControlRequest({ store, request, hooks });
     };
-    const server = createControlPlaneServer({ answer, ...(token ? { token } : {}), logger });
+    const server = createControlPlaneServer({ answer, approvals: createApprovalOperations(store.approvals), ...(token ? { token } : {}), logger });
     cleanups.push(() => server.close({ graceMs: 1_000 }));
     const address = await server.listen(options.listen);
     const { resumed } = await jobRunner.start();

@@ -14,6 +14,10 @@ export interface ServeOptions {
   graceMs: number;
   /** Background jobs of one agent running at once. */
   maxRunningJobsPerAgent: number;
+  /** Which calls of job and scheduled turns wait for an operator's approval (`approvals` command). */
+  approve: 'never' | 'destructive' | 'all';
+  /** How long a stored approval waits before it expires as denied (ms). */
+  approvalTimeoutMs: number;
   /** The model settings, as `npm start` reads them (only its model flags are accepted). */
   model: Pick<CliOptions, 'embedded' | 'baseURL' | 'apiKey' | 'model' | 'stream' | 'toolSearch' | 'flattenNamespaces' | 'maxModelCalls'>;
 }
@@ -31,12 +35,15 @@ Options:
   --token-file FILE          require "authorization: Bearer <first line of FILE>" on every RPC
   --grace-ms N               on SIGTERM, let running turns finish for N ms before aborting them (default 10000)
   --max-running-jobs N       background jobs of one agent running at once (default 2)
+  --approve WHEN             never | destructive | all: calls of job and scheduled turns that wait for an
+                             operator (npm run controller -- approvals list|approve ID|deny ID); default destructive
+  --approval-timeout-ms N    a stored approval nobody decides expires as denied after N ms (default 3600000)
   --base-url URL, --model NAME, --embedded, --stream / --no-stream, --tool-search MODE,
   --flatten-namespaces, --max-model-calls N
                              the model, as for npm start (default: the embedded scripted model)
   --help                     this text`;
 
-const own = new Set(['--listen', '--data-dir', '--agents', '--token-file', '--grace-ms', '--max-running-jobs']);
+const own = new Set(['--listen', '--data-dir', '--agents', '--token-file', '--grace-ms', '--max-running-jobs', '--approve', '--approval-timeout-ms']);
 const modelFlags = new Set(['--base-url', '--model', '--embedded', '--stream', '--no-stream', '--tool-search', '--flatten-namespaces', '--max-model-calls']);
 const modelFlagsWithValue = new Set(['--base-url', '--model', '--tool-search', '--max-model-calls']);
 
@@ -72,8 +79,14 @@ export function parseServeOptions(argv: string[], env: NodeJS.ProcessEnv): Serve
   const cli = parseCliOptions(modelArgs, env);
   const agentsFile = values.get('--agents');
   if (!agentsFile && !help) throw new ToolRuntimeError('invalid_request', '--agents FILE is required: it maps each agent id to its sidecar');
+  const approve = values.get('--approve') ?? 'destructive';
+  if (approve !== 'never' && approve !== 'destructive' && approve !== 'all') {
+    throw new ToolRuntimeError('invalid_request', `--approve must be "never", "destructive" or "all", not "${approve}"`);
+  }
   return {
     help,
+    approve,
+    approvalTimeoutMs: count(values, '--approval-timeout-ms', 3_600_000, 1),
     listen: values.get('--listen') ?? '127.0.0.1:7400',
     dataDir: values.get('--data-dir') ?? defaultDataDir(),
     agentsFile: agentsFile ?? '',

@@ -3,7 +3,8 @@ import type { Logger } from '../../../src/index.js';
 import { runTurn, type RunTurnOptions } from '../../loop/run-turn.js';
 import type { ResponsesModel } from '../../model/responses-model.js';
 import type { SidecarClient } from '../../sidecar-client/create-sidecar-client.js';
-import type { ClientRequestHandler } from '../../sidecar-client/sidecar-types.js';
+import type { ApprovalPolicyInput, ClientRequestHandler } from '../../sidecar-client/sidecar-types.js';
+import { createStoredApprover } from '../approvals/stored-approver.js';
 import { answerControlRequest, type ControlHooks } from '../answer-control-request.js';
 import type { RunJobTurn } from '../jobs/job-runner.js';
 import type { ControlPlaneStore } from '../store/control-plane-store.js';
@@ -15,6 +16,8 @@ export interface SidecarJobTurnsOptions {
   store: ControlPlaneStore;
   /** The hooks control requests from the job's turn are answered with (read at each request). */
   hooks: () => ControlHooks;
+  /** Calls that wait for an operator's decision, stored in `store.approvals`; none when absent. */
+  approvals?: { policy: ApprovalPolicyInput; expiresAfterMs: number };
   turnOptions?: Pick<RunTurnOptions, 'toolSearch' | 'flattenNamespaces' | 'maxModelCalls' | 'callDeadlineMs'>;
   logger?: Logger;
 }
@@ -23,7 +26,8 @@ export interface SidecarJobTurnsOptions {
  * Runs a background job (or a schedule's firing) as one text turn on the agent's sidecar: the turn
  * declares the control-plane capability and its control requests are answered as the job's agent
  * (never another), with `can_spawn_jobs` from the job (false for a job's own turn, so it gets no
- * job tools). Approvals are not asked for (no approval policy). The signal aborts the model request
+ * job tools). With `approvals`, the calls its policy names wait for an operator's decision, stored as
+ * pending approvals (expiring as denied). The signal aborts the model request
  * and every call in flight; a turn that does not complete is a failed job with the reason.
  */
 export function sidecarJobTurns(options: SidecarJobTurnsOptions): RunJobTurn {
@@ -44,8 +48,23 @@ export function sidecarJobTurns(options: SidecarJobTurnsOptions): RunJobTurn {
         canSpawnJobs: job.canSpawnJobs,
         controlPlane: true,
         labels: { job_id: job.jobId, ...(job.scheduleId ? { schedule_id: job.scheduleId } : {}) },
+        ...(options.approvals ? { approvalPolicy: options.approvals.policy } : {}),
       },
-      { signal, onClientRequest },
+      {
+        signal,
+        onClientRequest,
+        ...(options.approvals
+          ? {
+              approve: createStoredApprover({
+                approvals: options.store.approvals,
+                agentId: job.agentId,
+                turnId,
+                expiresAfterMs: options.approvals.expiresAfterMs,
+                ...(options.logger ? { logger: options.logger } : {}),
+              }),
+            }
+          : {}),
+      },
     );
     try {
       const outcome = await runTurn({ model: options.model, turn, prompt: job.prompt, signal, turnId, ...options.turnOptions });

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { compileJsonSchema, errorMessage, silentLogger, ToolRuntimeError, type Logger } from '../../../src/index.js';
 import { runTaskTurn, type TaskTurnOutcome } from '../../loop/run-task-turn.js';
@@ -71,6 +72,9 @@ export class WorkflowRunner implements WorkflowRunnerHook {
   adopt(runId: string): void {
     if (this.closed || this.runs.has(runId)) return;
     const entry: DrivenRun = { tasks: new AbortController(), done: Promise.resolve() };
+    // Every task turn of the run listens on this one signal (opening, the model call, its calls):
+    // a few listeners per running task, up to max_parallel tasks.
+    setMaxListeners(256, entry.tasks.signal);
     this.runs.set(runId, entry);
     entry.done = this.drive(runId, entry)
       .catch((error: unknown) => {

@@ -183,7 +183,8 @@ describe('controller serve', () => {
   }, 120_000);
 
   it("keeps another agent's workflow, schedule and job invisible and untouchable to this agent's tools", async () => {
-    const serve = await startServe({ dataDir: join(dir, 'data-isolation'), agents: agentsFile(), args: ['--grace-ms', '200'] });
+    // The probe calls destructive tools (job_cancel, schedule_delete, workflow_cancel): no operator here to approve them.
+    const serve = await startServe({ dataDir: join(dir, 'data-isolation'), agents: agentsFile(), args: ['--grace-ms', '200', '--approve', 'never'] });
     const client = controlPlaneClient(serve.address);
     try {
       const schedule = (await client.createSchedule({ agentId: 'agent-a', prompt: 'a-daily', cron: '0 3 * * *' })).schedule!;

@@ -147,6 +147,19 @@ describe('approvals against the real sidecar', () => {
     await turn.close();
   });
 
+  it('the stream ending while a call waits aborts the call, withdraws the question, and runs nothing', async () => {
+    const manual = manualApprover();
+    const turn = await realClient.openTurn({ agentId: 'agent-a', turnId: `t${++turns}`, approvalPolicy: { mode: 'destructive' } }, { signal: signal(), approve: manual.approve });
+    const handle = turn.call(write('w1', 'stream-ended.txt'));
+    await until(() => manual.requests.length === 1);
+    turn.abort();
+    expect((await handle.result).error?.code).toBe('aborted');
+    await until(() => manual.withdrawn.includes('w1'));
+    // The sidecar aborted its side too: a later approval could not make the tool run.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(existsSync(join(workspace, 'stream-ended.txt'))).toBe(false);
+  });
+
   it('the sequential rule still holds: a destructive sequential call waiting for approval holds back the calls after it', async () => {
     const manual = manualApprover();
     const turn = await realClient.openTurn({ agentId: 'agent-a', turnId: `t${++turns}`, approvalPolicy: { mode: 'destructive' } }, { signal: signal(), approve: manual.approve });

@@ -8,6 +8,7 @@ import { migrations, type SqliteMigration } from './migrations.js';
 import { createSqliteWorkflowStore } from './sqlite-workflow-store.js';
 import { createSqliteJobStore } from './sqlite-job-store.js';
 import { createSqliteScheduleStore } from './sqlite-schedule-store.js';
+import { createSqliteApprovalStore } from './sqlite-approval-store.js';
 
 /** The database file's name inside the data dir. */
 export const STORE_FILE_NAME = 'control-plane.sqlite';
@@ -69,7 +70,7 @@ export async function openSqliteStore(options: OpenSqliteStoreOptions): Promise<
     workflows: createSqliteWorkflowStore(context),
     schedules: createSqliteScheduleStore(db),
     jobs: createSqliteJobStore(db),
-    approvals: {},
+    approvals: createSqliteApprovalStore(context),
     async close() {
       if (closed) return;
       closed = true;
