@@ -30,6 +30,11 @@ function timelineOf(turn) {
         if (request && request.iteration === event.iteration) Object.assign(request, { usage: event.usage, functionCalls: event.functionCalls, doneAt: time });
         break;
       case 'activity-started': {
+        const known = calls.get(event.callId);
+        if (known) {
+          Object.assign(known, { label: event.label, state: 'running' });
+          break;
+        }
         const call = { kind: 'call', callId: event.callId, name: event.name, namespace: event.namespace, label: event.label, time, presentations: [], state: 'running' };
         calls.set(event.callId, call);
         rows.push(call);
@@ -39,8 +44,14 @@ function timelineOf(turn) {
         calls.get(event.callId)?.presentations.push(event);
         break;
       case 'approval-requested': {
-        const call = calls.get(event.callId);
-        if (call) call.state = 'waiting for approval';
+        // The sidecar asks before the call starts: the call's row begins here.
+        let call = calls.get(event.callId);
+        if (!call) {
+          call = { kind: 'call', callId: event.callId, name: event.name, namespace: event.namespace, label: event.label, time, presentations: [] };
+          calls.set(event.callId, call);
+          rows.push(call);
+        }
+        call.state = 'waiting for approval';
         break;
       }
       case 'approval-decided': {
