@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../../src/index.js';
 import { runTurn, type RunTurnOptions } from '../../loop/run-turn.js';
+import type { TurnEvent } from '../../loop/turn-events.js';
 import type { ResponsesModel } from '../../model/responses-model.js';
 import type { SidecarClient } from '../../sidecar-client/create-sidecar-client.js';
 import type { ApprovalPolicyInput, ClientRequestHandler } from '../../sidecar-client/sidecar-types.js';
@@ -12,6 +13,8 @@ import type { ControlPlaneStore } from '../store/control-plane-store.js';
 /** Options of `sidecarJobTurns`. */
 export interface SidecarJobTurnsOptions {
   clientFor: (agentId: string) => SidecarClient;
+  /** Each job turn's typed events (the web console records them). */
+  onTurnEvent?: (turn: { turnId: string; agentId: string; kind: string; label: string }, event: TurnEvent) => void;
   model: ResponsesModel;
   store: ControlPlaneStore;
   /** The hooks control requests from the job's turn are answered with (read at each request). */
@@ -67,7 +70,7 @@ export function sidecarJobTurns(options: SidecarJobTurnsOptions): RunJobTurn {
       },
     );
     try {
-      const outcome = await runTurn({ model: options.model, turn, prompt: job.prompt, signal, turnId, ...options.turnOptions });
+      const outcome = await runTurn({ model: options.model, turn, prompt: job.prompt, signal, turnId, ...options.turnOptions, ...(options.onTurnEvent ? { onEvent: (event: TurnEvent) => options.onTurnEvent?.({ turnId, agentId: job.agentId, kind: job.scheduleId ? 'schedule' : 'job', label: `${job.jobId}: ${job.prompt.slice(0, 100)}` }, event) } : {}) });
       if (outcome.status === 'completed' || outcome.status === 'terminated') {
         return { status: 'succeeded', finalText: outcome.finalText, error: '' };
       }
