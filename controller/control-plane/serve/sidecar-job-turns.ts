@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../../src/index.js';
 import { runTurn, type RunTurnOptions } from '../../loop/run-turn.js';
 import type { TurnEvent } from '../../loop/turn-events.js';
+import { recordApprovals } from '../../approvals/cli-approvals.js';
+import type { ApproveCallback } from '../../sidecar-client/sidecar-types.js';
 import type { ResponsesModel } from '../../model/responses-model.js';
 import type { SidecarClient } from '../../sidecar-client/create-sidecar-client.js';
 import type { ApprovalPolicyInput, ClientRequestHandler } from '../../sidecar-client/sidecar-types.js';
@@ -36,6 +38,9 @@ export interface SidecarJobTurnsOptions {
 export function sidecarJobTurns(options: SidecarJobTurnsOptions): RunJobTurn {
   return async (job, signal) => {
     const turnId = randomUUID();
+    // The console's view of this turn: its events, approvals asked and decided included.
+    const onEvent = options.onTurnEvent ? (event: TurnEvent) => options.onTurnEvent?.({ turnId, agentId: job.agentId, kind: job.scheduleId ? 'schedule' : 'job', label: `${job.jobId}: ${job.prompt.slice(0, 100)}` }, event) : undefined;
+    const recorded = (approve: ApproveCallback) => (onEvent ? recordApprovals(approve, onEvent, 'control-plane') : approve);
     const onClientRequest: ClientRequestHandler = async (event) => {
       if (event.kind !== 'control') {
         return { kind: 'approval', approved: false, reason: 'background turns run unattended: nobody can approve calls there' };
@@ -58,19 +63,19 @@ export function sidecarJobTurns(options: SidecarJobTurnsOptions): RunJobTurn {
         onClientRequest,
         ...(options.approvals
           ? {
-              approve: createStoredApprover({
+              approve: recorded(createStoredApprover({
                 approvals: options.store.approvals,
                 agentId: job.agentId,
                 turnId,
                 expiresAfterMs: options.approvals.expiresAfterMs,
                 ...(options.logger ? { logger: options.logger } : {}),
-              }),
+              })),
             }
           : {}),
       },
     );
     try {
-      const outcome = await runTurn({ model: options.model, turn, prompt: job.prompt, signal, turnId, ...options.turnOptions, ...(options.onTurnEvent ? { onEvent: (event: TurnEvent) => options.onTurnEvent?.({ turnId, agentId: job.agentId, kind: job.scheduleId ? 'schedule' : 'job', label: `${job.jobId}: ${job.prompt.slice(0, 100)}` }, event) } : {}) });
+      const outcome = await runTurn({ model: options.model, turn, prompt: job.prompt, signal, turnId, ...options.turnOptions, ...(onEvent ? { onEvent } : {}) });
       if (outcome.status === 'completed' || outcome.status === 'terminated') {
         return { status: 'succeeded', finalText: outcome.finalText, error: '' };
       }
