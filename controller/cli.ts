@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { errorMessage, isToolRuntimeError } from '../src/index.js';
-import { createTerminalApprover, denyWithoutTerminal, recordApprovals } from './approvals/cli-approvals.js';
+import { createTerminalApprover, denyWithoutTerminal, recordApprovals } from './approvals/terminal-approver.js';
 import { parseCliOptions, USAGE, type CliOptions } from './cli-options.js';
 import { runTurn, type TurnOutcome } from './loop/run-turn.js';
 import type { TurnEvent } from './loop/turn-events.js';

@@ -1,54 +1,49 @@
-// `npm run controller -- COMMAND ...`: the control plane's commands. Wiring only: each command is
-// one line of the table below, its code in controller/control-plane/.
-import type { CliIo } from './cli.js';
+// `npm run controller -- COMMAND ...`: the control plane's commands. Wiring only.
+import { runWorkflowCommand } from './control-plane/cli/workflow-run-command.js';
 import { runApprovalsCommand } from './control-plane/approvals/approvals-command.js';
-import { runWorkflowResumeCommand, runWorkflowRunCommand } from './control-plane/cli/workflow-run-command.js';
 import { runServe } from './control-plane/serve/run-serve.js';
 
-type Command = (args: string[], io: CliIo) => Promise<number>;
+/** What a command needs from its process; it returns the exit code. */
+interface CommandIo {
+  argv: string[];
+  env: NodeJS.ProcessEnv;
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+  signal: AbortSignal;
+}
 
-const commands: Record<string, Command> = {
-  'workflow run': runWorkflowRunCommand,
-  'workflow resume': runWorkflowResumeCommand,
-  serve: (args, io) => runServe({ ...io, argv: args }),
-  approvals: runApprovalsCommand,
+const commands: Record<string, (io: CommandIo) => Promise<number>> = {
+  workflow: runWorkflowCommand,
+  serve: runServe,
+  approvals: (io) => runApprovalsCommand(io.argv, io),
 };
 
-const usage = `Usage: npm run controller -- COMMAND [options]
+const USAGE = `Usage: npm run controller -- COMMAND [options]   (COMMAND --help for its options)
 
 Commands:
-${Object.keys(commands)
-  .map((name) => `  ${name}`)
-  .join('\n')}
-
-Run a command with --help for its options.`;
+  workflow run FILE.json | workflow resume RUN_ID    run one workflow to completion in this process
+  workflow list | show RUN_ID | cancel RUN_ID       read or cancel runs in the store, as an operator
+  serve --agents FILE                                run schedules, background jobs and workflows, serve ControlPlaneService
+  approvals list | approve ID | deny ID              the calls of job and scheduled turns waiting for a decision`;
 
 const controller = new AbortController();
-const onSignal = () => {
-  if (controller.signal.aborted) process.exit(130);
-  process.stderr.write('\nstopping (again to force)\n');
-  controller.abort(new Error('interrupted'));
+const onSignal = (signal: NodeJS.Signals) => {
+  if (controller.signal.aborted) return;
+  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'info', msg: `${signal}: stopping` })}\n`);
+  controller.abort(new Error(signal));
 };
 process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
 
-const argv = process.argv.slice(2);
-// The longest command name that the arguments start with ("workflow run" before "workflow").
-const name = Object.keys(commands)
-  .sort((a, b) => b.split(' ').length - a.split(' ').length)
-  .find((candidate) => candidate.split(' ').every((word, index) => argv[index] === word));
-if (!name) {
-  const help = argv.length === 0 || argv[0] === '--help' || argv[0] === '-h';
-  (help ? process.stdout : process.stderr).write(`${help ? '' : `error: unknown command "${argv.join(' ')}"\n\n`}${usage}\n`);
-  process.exitCode = help ? 0 : 2;
+const [name, ...rest] = process.argv.slice(2);
+const command = name === undefined ? undefined : commands[name];
+if (!command) {
+  process.stderr.write(`${name === undefined || name === '--help' ? '' : `error: unknown command "${name}"\n\n`}${USAGE}\n`);
+  process.exitCode = name === '--help' ? 0 : 2;
 } else {
-  process.exitCode = await commands[name]!(argv.slice(name.split(' ').length), {
-    argv,
-    env: process.env,
-    stdout: process.stdout,
-    stderr: process.stderr,
-    signal: controller.signal,
-  });
+  process.exitCode = await command({ argv: rest, env: process.env, stdout: process.stdout, stderr: process.stderr, signal: controller.signal });
 }
 process.off('SIGINT', onSignal);
 process.off('SIGTERM', onSignal);
+// Everything is closed by now; a handle some library left open must not keep the process up.
+setTimeout(() => process.exit(), 2_000).unref();

@@ -59,6 +59,7 @@ async function schedulerLateness(): Promise<number[]> {
     const all = new Promise<void>((resolve) => (resolveAll = resolve));
     const scheduler = new Scheduler({
       schedules: store.schedules,
+      maxActiveJobsPerAgent: COUNT,
       onFired: (firing) => {
         lateness.push(now() - firing.fireAt);
         if (lateness.length === COUNT) resolveAll();

@@ -23,6 +23,7 @@ const OVERHEAD_TASKS = 60;
 const WARM_UP_TASKS = 20;
 const BIG_TASKS = 200;
 const CHAINS = 20;
+const OPENS = 30;
 
 const schema = {
   type: 'object',
@@ -80,6 +81,16 @@ export async function run(): Promise<BenchRow[]> {
     };
 
     await runWorkflow(definition('warm-up', WARM_UP_TASKS, 4, 0));
+    // Opening a task turn against opening a text turn on the same sidecar: the difference is what
+    // assembling the task catalog (submit_result over the task's schema) costs the sidecar.
+    const openMs = { task: [] as number[], text: [] as number[] };
+    for (let index = 0; index < OPENS * 2; index++) {
+      const kind = index % 2 === 0 ? 'workflow_task' : 'text';
+      const started = performance.now();
+      const turn = await client.openTurn({ agentId: 'bench', turnId: `open-${index}`, kind, ...(kind === 'workflow_task' ? { resultSchemaJson: JSON.stringify(schema) } : {}) });
+      (kind === 'text' ? openMs.text : openMs.task).push(performance.now() - started);
+      await turn.close({ timeoutMs: 5_000 });
+    }
     const serial = await runWorkflow(definition('overhead', OVERHEAD_TASKS, 1, 0));
     const turnTotal = serial.turnMs.reduce((sum, value) => sum + value, 0);
     const overheadPerTask = (serial.wallMs - turnTotal) / OVERHEAD_TASKS;
@@ -89,6 +100,15 @@ export async function run(): Promise<BenchRow[]> {
     const big16 = await runWorkflow(definition('big-16', BIG_TASKS, 16, CHAINS));
     const big1Turns = big1.turnMs.reduce((sum, value) => sum + value, 0);
     return [
+      {
+        suite: 'workflows',
+        name: 'open a workflow task turn (the sidecar assembles submit_result)',
+        value: quantile(openMs.task, 0.5),
+        unit: 'ms p50',
+        reference: `open a text turn on the same sidecar, ${quantile(openMs.text, 0.5).toFixed(1)} ms p50`,
+        ratio: quantile(openMs.task, 0.5) / quantile(openMs.text, 0.5),
+        note: `${OPENS} of each, interleaved; the task turns' time below includes it`,
+      },
       {
         suite: 'workflows',
         name: `controller overhead per task turn (store writes, scheduling, re-validation; ${OVERHEAD_TASKS} tasks, max_parallel 1)`,

@@ -230,6 +230,8 @@ export function createTurnSession(options: {
     },
     endInput() {
       inputEnded = true;
+      // A half-closed client cannot send a reply: its calls' questions fail now, not at their deadline.
+      clientRequests.close('the client closed its side of the turn stream, so it can no longer answer');
       maybeEnd();
     },
     abort(reason) {

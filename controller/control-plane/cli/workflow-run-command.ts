@@ -12,6 +12,7 @@ import { sidecarTaskTurns } from '../workflows/sidecar-task-turns.js';
 import { parseWorkflowFile, defaultWorkflowLimits } from '../workflows/validate-workflow-definition.js';
 import { WorkflowRunner, type WorkflowRunnerEvent } from '../workflows/workflow-runner.js';
 import { startAgentServices } from './start-agent-services.js';
+import { runWorkflowAdminCommand, WORKFLOW_ADMIN_USAGE } from './workflow-admin-commands.js';
 
 /** The `workflow run --help` text. */
 export const WORKFLOW_RUN_USAGE = `Usage: npm run controller -- workflow run FILE.json [options]
@@ -36,6 +37,20 @@ out): committed tasks are kept, tasks that were running run again as new attempt
 
 Exit status: 0 when the run succeeded; 1 when it failed, was cancelled or could not run; 2 on bad
 usage or an invalid workflow file (one line on stderr).`;
+
+/**
+ * `workflow run ...` and `workflow resume ...`: `io.argv` is what follows `workflow`. Returns the
+ * exit code (2 for an unknown subcommand).
+ */
+export async function runWorkflowCommand(io: CliIo): Promise<number> {
+  const [sub, ...args] = io.argv;
+  if (sub === 'run') return runWorkflowRunCommand(args, io);
+  if (sub === 'resume') return runWorkflowResumeCommand(args, io);
+  if (sub === 'list' || sub === 'show' || sub === 'cancel') return runWorkflowAdminCommand(sub, args, io);
+  const help = sub === undefined || sub === '--help' || sub === '-h';
+  (help ? io.stdout : io.stderr).write(`${help ? '' : `error: unknown workflow command "${sub}"\n\n`}${WORKFLOW_RUN_USAGE}\n\n${WORKFLOW_ADMIN_USAGE}\n`);
+  return help ? 0 : 2;
+}
 
 /** Takes `--data-dir` (both spellings) out of `args`. */
 function takeDataDir(args: string[]): { dataDir?: string; rest: string[] } {
@@ -172,6 +187,10 @@ async function driveWorkflow(
       if (task.resultJson !== undefined) io.stdout.write(`${JSON.stringify({ task: task.taskId, result: JSON.parse(task.resultJson) as unknown })}\n`);
     }
     if (run?.state === 'succeeded') return 0;
+    if (run?.state === 'running') {
+      io.stderr.write(`error: the runner stopped before run ${runId} finished; \`workflow resume ${runId}\` finishes it\n`);
+      return 1;
+    }
     io.stderr.write(`error: workflow ${run?.state ?? 'lost'}: ${(run?.error ?? 'no reason given').split('\n')[0]}\n`);
     return 1;
   } catch (error) {

@@ -1,5 +1,6 @@
 import { errorMessage, silentLogger, type Logger } from '../../../src/index.js';
 import type { JobRecord, JobStore } from '../store/job-store.js';
+import { deadLocalOwners, newRunnerOwner } from '../workflows/runner-owner.js';
 
 /** How a job's turn ended, as the runner records it. */
 export interface JobTurnOutcome {
@@ -24,6 +25,8 @@ export interface JobRunnerOptions {
   maxRunningPerAgent?: number;
   /** The longest sleep between store checks, so jobs queued or cancelled by another process are seen (default 1 s). */
   pollMs?: number;
+  /** This runner's id in the store (default `host:pid:random`, so a runner on this host sees when its process is gone). */
+  owner?: string;
   clock?: () => number;
   logger?: Logger;
 }
@@ -41,6 +44,7 @@ export const DEFAULT_MAX_RUNNING_JOBS_PER_AGENT = 2;
 export class JobRunner {
   readonly #options: JobRunnerOptions;
   readonly #clock: () => number;
+  readonly #owner: string;
   readonly #running = new Map<string, { controller: AbortController; done: Promise<void> }>();
   #loop: Promise<void> | undefined;
   #closed = false;
@@ -49,15 +53,28 @@ export class JobRunner {
   constructor(options: JobRunnerOptions) {
     this.#options = options;
     this.#clock = options.clock ?? Date.now;
+    this.#owner = options.owner ?? newRunnerOwner();
   }
 
-  /** Requeues jobs a previous controller left running, then starts the loop. Resolves once started. */
+  /**
+   * Requeues the jobs of its agents that a runner now gone left running (a stopped or killed
+   * controller on this host, or one that recorded no owner), then starts the loop, which does the
+   * same at every poll. Jobs held by a live runner, or by one on another host, are left alone.
+   * Resolves once started.
+   */
   async start(): Promise<{ resumed: number }> {
     if (this.#loop) return { resumed: 0 };
-    const resumed = await this.#options.jobs.requeueRunning(this.#options.agentIds);
-    if (resumed > 0) this.#options.logger?.info('resuming background jobs left running', { count: resumed });
+    const resumed = await this.#requeueOrphans();
     this.#loop = this.#run();
     return { resumed };
+  }
+
+  async #requeueOrphans(): Promise<number> {
+    const { jobs, agentIds } = this.#options;
+    const gone = deadLocalOwners((await jobs.runningOwners(agentIds)).filter((owner) => owner !== this.#owner));
+    const resumed = await jobs.requeueRunning({ agentIds, owners: gone });
+    if (resumed > 0) this.#options.logger?.info('resuming background jobs a stopped controller left running', { count: resumed });
+    return resumed;
   }
 
   /** Looks for queued work now (a job was queued in this process). */
@@ -96,6 +113,7 @@ export class JobRunner {
     const pollMs = this.#options.pollMs ?? 1_000;
     while (!this.#closed) {
       try {
+        await this.#requeueOrphans();
         await this.#claimAll();
         await this.#abortCancelledElsewhere();
       } catch (error) {
@@ -117,7 +135,7 @@ export class JobRunner {
   async #claimAll(): Promise<void> {
     const { jobs, agentIds, maxRunningPerAgent = DEFAULT_MAX_RUNNING_JOBS_PER_AGENT } = this.#options;
     while (!this.#closed) {
-      const job = await jobs.claimNext({ agentIds, maxRunningPerAgent, now: this.#clock() });
+      const job = await jobs.claimNext({ agentIds, maxRunningPerAgent, now: this.#clock(), owner: this.#owner });
       if (!job) return;
       const controller = new AbortController();
       const done = this.#runJob(job, controller).finally(() => {

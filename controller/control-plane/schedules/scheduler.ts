@@ -26,6 +26,8 @@ export interface SchedulerOptions {
   onFired: (firing: Firing) => void;
   /** The longest sleep between store checks, so schedules written by another process are seen (default 1 s). */
   pollMs?: number;
+  /** A firing finding this many of its agent's jobs queued or running is counted as missed (default 20). */
+  maxActiveJobsPerAgent?: number;
   /** Firings claimed per store query (default 100). */
   batchSize?: number;
   clock?: () => number;
@@ -80,7 +82,15 @@ export class Scheduler {
         if (this.#closed || schedule.nextFireAt === undefined) continue;
         const fireAt = schedule.nextFireAt;
         const { missed, nextFireAt } = catchUp(scheduleTiming(schedule), fireAt, now);
-        const job = await schedules.claimFiring({ scheduleId: schedule.scheduleId, fireAt, nextFireAt, missed, now, jobId: newJobId() });
+        const job = await schedules.claimFiring({
+          scheduleId: schedule.scheduleId,
+          fireAt,
+          nextFireAt,
+          missed,
+          now,
+          jobId: newJobId(),
+          maxActiveJobsPerAgent: this.#options.maxActiveJobsPerAgent ?? 20,
+        });
         if (!job) continue;
         const firing: Firing = { scheduleId: schedule.scheduleId, fireAt, claimedAt: now, missed, job };
         fired.push(firing);

@@ -88,10 +88,13 @@ export async function runServe(io: ServeIo): Promise<number> {
           ? { approvals: { policy: { mode: options.approve === 'all' ? 'not_read_only' : 'destructive' }, expiresAfterMs: options.approvalTimeoutMs } }
           : {}),
         turnOptions,
+        maxTurnMs: options.jobTimeoutMs,
         logger,
       }),
     });
     const scheduler = new Scheduler({ schedules: store.schedules, agentIds: sidecars.agentIds, onFired: () => jobRunner.wake(), logger });
+    // Should starting fail half-way, the loops stop before the store and the sidecars go (all idempotent).
+    cleanups.push(() => workflowRunner.close(), () => jobRunner.close({ graceMs: 0, abortGraceMs: 2_000 }), () => scheduler.close());
     hooks.schedulesAndJobs = {
       onScheduleChanged: () => scheduler.wake(),
       onJobQueued: () => jobRunner.wake(),
@@ -117,6 +120,7 @@ export async function runServe(io: ServeIo): Promise<number> {
     const resumedRuns = await resumeAgentWorkflows(store, workflowRunner, known);
     // Runs started by another process (an npm start turn) or freed by a runner that died.
     const pickup = startPicking(() => resumeAgentWorkflows(store, workflowRunner, known), logger);
+    cleanups.push(() => pickup.stop());
     scheduler.start();
     io.stdout.write(`${JSON.stringify({ event: 'listening', address, dataDir: options.dataDir, agents: sidecars.agentIds, resumedJobs: resumed, resumedWorkflowRuns: resumedRuns.length })}\n`);
     logger.info('controller serving', { address, store: store.location, agents: sidecars.agentIds, auth: token !== undefined });

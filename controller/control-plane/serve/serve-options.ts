@@ -14,6 +14,8 @@ export interface ServeOptions {
   graceMs: number;
   /** Background jobs of one agent running at once. */
   maxRunningJobsPerAgent: number;
+  /** The longest one job's (or scheduled) turn may run (ms). */
+  jobTimeoutMs: number;
   /** Which calls of job and scheduled turns wait for an operator's approval (`approvals` command). */
   approve: 'never' | 'destructive' | 'all';
   /** How long a stored approval waits before it expires as denied (ms). */
@@ -35,6 +37,7 @@ Options:
   --token-file FILE          require "authorization: Bearer <first line of FILE>" on every RPC
   --grace-ms N               on SIGTERM, let running turns finish for N ms before aborting them (default 10000)
   --max-running-jobs N       background jobs of one agent running at once (default 2)
+  --job-timeout-ms N         abort a job's (or scheduled) turn that runs longer, failing the job (default 1800000)
   --approve WHEN             never | destructive | all: calls of job and scheduled turns that wait for an
                              operator (npm run controller -- approvals list|approve ID|deny ID); default destructive
   --approval-timeout-ms N    a stored approval nobody decides expires as denied after N ms (default 3600000)
@@ -43,7 +46,7 @@ Options:
                              the model, as for npm start (default: the embedded scripted model)
   --help                     this text`;
 
-const own = new Set(['--listen', '--data-dir', '--agents', '--token-file', '--grace-ms', '--max-running-jobs', '--approve', '--approval-timeout-ms']);
+const own = new Set(['--listen', '--data-dir', '--agents', '--token-file', '--grace-ms', '--max-running-jobs', '--job-timeout-ms', '--approve', '--approval-timeout-ms']);
 const modelFlags = new Set(['--base-url', '--model', '--embedded', '--stream', '--no-stream', '--tool-search', '--flatten-namespaces', '--max-model-calls']);
 const modelFlagsWithValue = new Set(['--base-url', '--model', '--tool-search', '--max-model-calls']);
 
@@ -93,6 +96,7 @@ export function parseServeOptions(argv: string[], env: NodeJS.ProcessEnv): Serve
     ...(values.has('--token-file') ? { tokenFile: values.get('--token-file')! } : {}),
     graceMs: count(values, '--grace-ms', 10_000, 0),
     maxRunningJobsPerAgent: count(values, '--max-running-jobs', 2, 1),
+    jobTimeoutMs: count(values, '--job-timeout-ms', 1_800_000, 1),
     model: {
       embedded: cli.embedded,
       ...(cli.baseURL ? { baseURL: cli.baseURL } : {}),

@@ -24,19 +24,27 @@ export interface SidecarJobTurnsOptions {
   /** Calls that wait for an operator's decision, stored in `store.approvals`; none when absent. */
   approvals?: { policy: ApprovalPolicyInput; expiresAfterMs: number };
   turnOptions?: Pick<RunTurnOptions, 'toolSearch' | 'flattenNamespaces' | 'maxModelCalls' | 'callDeadlineMs'>;
+  /** The longest a job's turn may run (default 30 minutes); then it is aborted and the job fails. */
+  maxTurnMs?: number;
   logger?: Logger;
 }
+
+/** The default bound on one job turn. */
+export const DEFAULT_MAX_JOB_TURN_MS = 30 * 60_000;
 
 /**
  * Runs a background job (or a schedule's firing) as one text turn on the agent's sidecar: the turn
  * declares the control-plane capability and its control requests are answered as the job's agent
  * (never another), with `can_spawn_jobs` from the job (false for a job's own turn, so it gets no
  * job tools). With `approvals`, the calls its policy names wait for an operator's decision, stored as
- * pending approvals (expiring as denied). The signal aborts the model request
- * and every call in flight; a turn that does not complete is a failed job with the reason.
+ * pending approvals (expiring as denied). The signal, or `maxTurnMs`, aborts the model request and
+ * every call in flight; a turn that does not complete is a failed job with the reason.
  */
 export function sidecarJobTurns(options: SidecarJobTurnsOptions): RunJobTurn {
-  return async (job, signal) => {
+  const maxTurnMs = options.maxTurnMs ?? DEFAULT_MAX_JOB_TURN_MS;
+  return async (job, jobSignal) => {
+    const deadline = AbortSignal.timeout(maxTurnMs);
+    const signal = AbortSignal.any([jobSignal, deadline]);
     const turnId = randomUUID();
     // The console's view of this turn: its events, approvals asked and decided included.
     const onEvent = options.onTurnEvent ? (event: TurnEvent) => options.onTurnEvent?.({ turnId, agentId: job.agentId, kind: job.scheduleId ? 'schedule' : 'job', label: `${job.jobId}: ${job.prompt.slice(0, 100)}` }, event) : undefined;
@@ -78,6 +86,9 @@ export function sidecarJobTurns(options: SidecarJobTurnsOptions): RunJobTurn {
       const outcome = await runTurn({ model: options.model, turn, prompt: job.prompt, signal, turnId, ...options.turnOptions, ...(onEvent ? { onEvent } : {}) });
       if (outcome.status === 'completed' || outcome.status === 'terminated') {
         return { status: 'succeeded', finalText: outcome.finalText, error: '' };
+      }
+      if (deadline.aborted && !jobSignal.aborted) {
+        return { status: 'failed', finalText: outcome.finalText, error: `the job's turn ran past its ${maxTurnMs} ms bound and was aborted` };
       }
       return { status: 'failed', finalText: outcome.finalText, error: `turn ${outcome.status}: ${outcome.error ?? 'no reason given'}` };
     } finally {

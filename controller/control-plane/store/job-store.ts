@@ -56,9 +56,10 @@ export interface JobStore {
   list(agentId: string | undefined, limit: number): Promise<JobRecord[]>;
   /**
    * Takes the oldest queued job of one of `agentIds` whose agent runs fewer than
-   * `maxRunningPerAgent` jobs, marks it running (attempts + 1) and returns it; undefined when none.
+   * `maxRunningPerAgent` jobs, marks it running for `owner` (attempts + 1) and returns it;
+   * undefined when none.
    */
-  claimNext(options: { agentIds: string[]; maxRunningPerAgent: number; now: number }): Promise<JobRecord | undefined>;
+  claimNext(options: { agentIds: string[]; maxRunningPerAgent: number; now: number; owner: string }): Promise<JobRecord | undefined>;
   /** Records how a running job's turn ended; false (nothing changed) when it is no longer running. */
   finish(jobId: string, ending: JobEnding): Promise<boolean>;
   /**
@@ -66,6 +67,11 @@ export interface JobStore {
    * unknown one as undefined.
    */
   cancel(jobId: string, reason: string, now: number): Promise<JobRecord | undefined>;
-  /** Puts jobs left running (by a controller that stopped or died) back in the queue; returns how many. */
-  requeueRunning(agentIds: string[]): Promise<number>;
+  /** The runners (owners) that have jobs of `agentIds` running. */
+  runningOwners(agentIds: string[]): Promise<string[]>;
+  /**
+   * Puts running jobs of `agentIds` back in the queue when their owner is one of `owners` (runners
+   * that stopped or died) or unknown; returns how many.
+   */
+  requeueRunning(options: { agentIds: string[]; owners: string[] }): Promise<number>;
 }

@@ -44,6 +44,11 @@ export interface FiringClaim {
   now: number;
   /** The background job that runs the firing's text turn. */
   jobId: string;
+  /**
+   * When the agent already has this many jobs queued or running, the firing queues no job: it is
+   * counted as missed (the schedule still advances), so a fast schedule cannot grow the queue.
+   */
+  maxActiveJobsPerAgent: number;
 }
 
 /**
@@ -54,7 +59,8 @@ export interface ScheduleStore {
   /**
    * Stores a new schedule.
    *
-   * @throws ControlPlaneError `limit_exceeded` when the agent already has `maxPerAgent` schedules.
+   * @throws ControlPlaneError `limit_exceeded` when the agent already has `maxPerAgent` schedules
+   *   with a firing left (one-off schedules that fired do not count).
    */
   create(schedule: NewSchedule, limits: { maxPerAgent: number }): Promise<ScheduleRecord>;
   /** One agent's schedules (every agent's when `agentId` is undefined), oldest first. */
@@ -70,7 +76,8 @@ export interface ScheduleStore {
    * Claims one firing, in one transaction: records the (schedule, fire time) firing (unique, so a
    * firing is claimed at most once whatever restarts or races happen), advances the schedule, and
    * queues the background job that runs the firing's turn. Undefined when it was claimed already,
-   * the schedule moved on or was deleted.
+   * the schedule moved on or was deleted, or the agent's job queue was full (then the firing is
+   * recorded and counted as missed).
    */
   claimFiring(claim: FiringClaim): Promise<JobRecord | undefined>;
 }

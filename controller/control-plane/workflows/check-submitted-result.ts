@@ -6,12 +6,21 @@ export type SubmittedResultCheck = { ok: true; resultJson: string } | { ok: fals
 
 const MAX_REASONS = 8;
 
+/** The largest committed result, in characters of JSON: dependents read it in their prompts. */
+export const DEFAULT_MAX_RESULT_CHARS = 256_000;
+
 /**
  * Validates a submitted value against the result schema persisted at `workflow_start` (the text
- * kept in the store, not the schema the sidecar used), the last gate before a commit. Never throws:
+ * kept in the store, not the schema the sidecar used), the last gate before a commit, and bounds its
+ * size (`maxResultChars`, default 256,000 characters of JSON). Never throws:
  * a schema that no longer parses or compiles is a failed check with that reason.
  */
-export function checkSubmittedResult(resultSchemaJson: string, value: unknown, cache?: Map<string, ReturnType<typeof compileJsonSchema>>): SubmittedResultCheck {
+export function checkSubmittedResult(
+  resultSchemaJson: string,
+  value: unknown,
+  options: { cache?: Map<string, ReturnType<typeof compileJsonSchema>>; maxResultChars?: number } = {},
+): SubmittedResultCheck {
+  const { cache } = options;
   let compiled = cache?.get(resultSchemaJson);
   if (!compiled) {
     let schema: unknown;
@@ -32,5 +41,8 @@ export function checkSubmittedResult(resultSchemaJson: string, value: unknown, c
     if (issues.length > MAX_REASONS) lines.push(`and ${issues.length - MAX_REASONS} more`);
     return { ok: false, reasons: lines.join('; ') };
   }
-  return { ok: true, resultJson: JSON.stringify(value) };
+  const resultJson = JSON.stringify(value);
+  const max = options.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS;
+  if (resultJson.length > max) return { ok: false, reasons: `the result is ${resultJson.length} characters of JSON; a committed result may have at most ${max}` };
+  return { ok: true, resultJson };
 }

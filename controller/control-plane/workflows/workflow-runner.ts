@@ -62,6 +62,7 @@ export class WorkflowRunner implements WorkflowRunnerHook {
   private readonly runs = new Map<string, DrivenRun>();
   private readonly schemas = new Map<string, ReturnType<typeof compileJsonSchema>>();
   private leaseTimer: NodeJS.Timeout | undefined;
+  private claimTimer: NodeJS.Timeout | undefined;
   private closed = false;
 
   constructor(options: WorkflowRunnerOptions) {
@@ -100,6 +101,19 @@ export class WorkflowRunner implements WorkflowRunnerHook {
     for (const runId of claimed) this.adopt(runId);
     if (claimed.length > 0) this.logger.info('resumed workflow runs', { runIds: claimed });
     return claimed;
+  }
+
+  /**
+   * Claims free runs every `intervalMs` (as `resume()` does) until `close()`: for a long-lived
+   * controller, so runs that other processes started or left behind get driven here.
+   */
+  watchForFreeRuns(options: { intervalMs: number }): void {
+    if (this.closed || this.claimTimer) return;
+    const tick = () => {
+      this.resume().catch((error: unknown) => this.logger.warn('could not claim free workflow runs', { error: errorMessage(error) }));
+    };
+    this.claimTimer = setInterval(tick, options.intervalMs).unref();
+    tick();
   }
 
   /** The run was cancelled in the store: abort its running task turns now. */
@@ -145,7 +159,9 @@ export class WorkflowRunner implements WorkflowRunnerHook {
   async close(): Promise<void> {
     this.closed = true;
     if (this.leaseTimer) clearInterval(this.leaseTimer);
+    if (this.claimTimer) clearInterval(this.claimTimer);
     this.leaseTimer = undefined;
+    this.claimTimer = undefined;
     const entries = [...this.runs.entries()];
     for (const [, entry] of entries) {
       entry.stopReason ??= 'closing';
@@ -174,11 +190,23 @@ export class WorkflowRunner implements WorkflowRunnerHook {
   }
 
   private async drive(runId: string, entry: DrivenRun): Promise<void> {
+    const running = new Map<string, Promise<void>>();
+    try {
+      await this.driveLoop(runId, entry, running);
+    } catch (error) {
+      // The store failed under the run: stop its task turns and leave it for the next runner.
+      entry.stopReason ??= 'closing';
+      entry.tasks.abort(new ToolRuntimeError('aborted', `the workflow runner failed: ${errorMessage(error)}`));
+      await Promise.allSettled(running.values());
+      throw error;
+    }
+  }
+
+  private async driveLoop(runId: string, entry: DrivenRun, running: Map<string, Promise<void>>): Promise<void> {
     const { store } = this.options;
     const run = await store.workflows.getRun(runId);
     if (!run || run.state !== 'running') return;
     const tasks = new Map(run.tasks.map((task) => [task.taskId, { ...task }]));
-    const running = new Map<string, Promise<void>>();
     const signal = entry.tasks.signal;
     for (;;) {
       if (signal.aborted) break;
@@ -256,7 +284,7 @@ export class WorkflowRunner implements WorkflowRunnerHook {
     const afterTurn = performance.now();
     let reason: string;
     if (outcome.status === 'submitted') {
-      const check = checkSubmittedResult(task.resultSchemaJson, outcome.result, this.schemas);
+      const check = checkSubmittedResult(task.resultSchemaJson, outcome.result, { cache: this.schemas });
       if (check.ok) {
         const commit = await store.workflows.commitResult({ runId: run.runId, taskId: task.taskId, attempt, resultJson: check.resultJson });
         if (commit.committed || commit.reason === 'already_committed') {

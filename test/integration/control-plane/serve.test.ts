@@ -6,6 +6,7 @@ import { JobState, type Job } from '../../../src/gen/toolruntime/v1/control_plan
 import { startScriptedAgentModel, type ScriptedAgentModel } from '../../fakes/scripted-agent-model.js';
 import { askControlPlane, tempStore } from '../../fixtures/ask-control-plane.js';
 import { controlPlaneClient, until } from '../../fixtures/control-plane-client.js';
+import { startServe as startServeProcess } from '../../fixtures/start-serve.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'serve-test-'));
@@ -32,13 +33,11 @@ function agentsFile(extra: Record<string, unknown> = {}): string {
   return path;
 }
 
-/** Starts `npm run controller -- serve` as a real child process on the test's scripted model. */
+/** Starts `controller serve` as a real child process on the test's scripted model. */
 async function startServe(options: { dataDir: string; agents: string; args?: string[] }): Promise<StartedSidecar> {
-  const serve = await startSidecar({
-    entry: 'controller/control-plane-main.ts',
-    args: ['serve', '--listen', '127.0.0.1:0', '--data-dir', options.dataDir, '--agents', options.agents, '--base-url', model.baseURL, ...(options.args ?? [])],
+  const serve = await startServeProcess({
+    args: ['--listen', '127.0.0.1:0', '--data-dir', options.dataDir, '--agents', options.agents, '--base-url', model.baseURL, ...(options.args ?? [])],
     env: { OPENAI_API_KEY: '', OPENAI_BASE_URL: '' },
-    timeoutMs: 60_000,
   });
   started.push(serve);
   return serve;
@@ -142,9 +141,10 @@ describe('controller serve', () => {
     try {
       await model.waitForTurns('missed-daily', 1);
       const [schedule] = (await until(() => client.listSchedules({ agentId: 'agent-a' }), (r) => r.schedules[0]?.firedCount === 1, 'the catch-up firing')).schedules;
-      // Ten (or nine, by the hour of day) firings fell due; one ran, the rest are missed.
-      expect(schedule!.missedCount).toBeGreaterThanOrEqual(8);
-      expect(schedule!.missedCount).toBeLessThanOrEqual(9);
+      // Ten daily firings fell due in those ten days (eleven if 03:00 UTC passed while serve started);
+      // one ran, the rest are missed.
+      expect(schedule!.missedCount).toBeGreaterThanOrEqual(9);
+      expect(schedule!.missedCount).toBeLessThanOrEqual(10);
       expect(Date.parse(schedule!.nextFireAt)).toBeGreaterThan(Date.now());
       await client.createSchedule({ agentId: 'agent-a', prompt: 'barrier-after-catch-up', at: soon(1_500) });
       await model.waitForTurns('barrier-after-catch-up', 1);
@@ -182,9 +182,9 @@ describe('controller serve', () => {
     expect(await serve.stop('SIGTERM')).toBe(0);
   }, 120_000);
 
-  it("keeps another agent's workflow, schedule and job invisible and untouchable to this agent's tools", async () => {
+  it("keeps another agent's workflow, schedule and job invisible and untouchable to this agent's tools; a job turn is bounded", async () => {
     // The probe calls destructive tools (job_cancel, schedule_delete, workflow_cancel): no operator here to approve them.
-    const serve = await startServe({ dataDir: join(dir, 'data-isolation'), agents: agentsFile(), args: ['--grace-ms', '200', '--approve', 'never'] });
+    const serve = await startServe({ dataDir: join(dir, 'data-isolation'), agents: agentsFile(), args: ['--grace-ms', '200', '--job-timeout-ms', '8000', '--approve', 'never'] });
     const client = controlPlaneClient(serve.address);
     try {
       const schedule = (await client.createSchedule({ agentId: 'agent-a', prompt: 'a-daily', cron: '0 3 * * *' })).schedule!;
@@ -218,6 +218,9 @@ describe('controller serve', () => {
       expect((await client.listSchedules({ agentId: 'agent-a' })).schedules.map((s) => s.scheduleId)).toEqual([schedule.scheduleId]);
       expect((await client.showJob({ agentId: 'agent-a', jobId: job.jobId })).job!.state).not.toBe(JobState.JOB_STATE_CANCELLED);
       expect((await client.showWorkflow({ agentId: 'agent-a', runId: run.runId })).run!.state).not.toBe(4);
+      // A turn that never ends is bounded: the job fails with the reason.
+      const timedOut = await until(() => client.showJob({ agentId: 'agent-a', jobId: job.jobId }), (r) => r.job!.state === JobState.JOB_STATE_FAILED, 'the endless job to time out');
+      expect(timedOut.job!.error).toContain('ran past its 8000 ms bound');
     } finally {
       client.close();
     }

@@ -64,6 +64,16 @@ describe('npm run controller -- workflow run', () => {
     expect(lines.map((line) => line.task)).toEqual(['a', 'b']);
     expect(typeof lines[0]!.result.n).toBe('number');
     expect(String(lines[1]!.result.label).length).toBeGreaterThanOrEqual(2);
+
+    // The operator's view of the same store.
+    const list = controller(['workflow', 'list', '--data-dir', join(scratch, 'data-good')]);
+    expect(await list.exited, list.err()).toBe(0);
+    const listed = list.out().trim().split('\n').map((line) => JSON.parse(line) as { run_id: string; state: string; tasks: unknown[] });
+    expect(listed).toHaveLength(1);
+    expect(listed[0]).toMatchObject({ name: 'good', agent_id: 'cli-agent', state: 'succeeded', tasks: [{ id: 'a', state: 'committed' }, { id: 'b', state: 'committed' }] });
+    const cancel = controller(['workflow', 'cancel', listed[0]!.run_id, '--data-dir', join(scratch, 'data-good')]);
+    expect(await cancel.exited).toBe(1);
+    expect(cancel.err()).toMatch(/^error: invalid_request: workflow run "[0-9a-f-]+" already succeeded; only a running workflow can be cancelled\n$/);
   });
 
   it('refuses a bad file with one line and exit 2, without a stack trace', async () => {

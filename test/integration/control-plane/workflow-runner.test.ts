@@ -1,6 +1,6 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { answerControlRequest } from '../../../controller/control-plane/answer-control-request.js';
 import type { ControlPlaneStore } from '../../../controller/control-plane/store/control-plane-store.js';
@@ -46,12 +46,12 @@ const promptText = (body: Record<string, unknown>) => JSON.stringify((body.input
 
 let dirCounter = 0;
 /** A store in a fresh folder, a scripted model, and a runner over the fixture sidecar. */
-async function setUp(steps: ScriptStep[], options: { openTaskTurn?: OpenTaskTurn } = {}) {
+async function setUp(steps: ScriptStep[], options: { openTaskTurn?: OpenTaskTurn; leaseMs?: number } = {}) {
   const store = await openSqliteStore({ dataDir: join(scratch, `data-${++dirCounter}`) });
   const server = await startScriptedResponsesServer({ steps });
   const model = createOpenAIResponsesModel({ model: 'scripted', apiKey: 'test-key', baseURL: server.baseURL, stream: true, maxRetries: 0 });
   const events: WorkflowRunnerEvent[] = [];
-  const runner = new WorkflowRunner({ store, model, openTaskTurn: options.openTaskTurn ?? sidecarTaskTurns(client), leaseMs: 10_000, onEvent: (event) => events.push(event) });
+  const runner = new WorkflowRunner({ store, model, openTaskTurn: options.openTaskTurn ?? sidecarTaskTurns(client), leaseMs: options.leaseMs ?? 10_000, onEvent: (event) => events.push(event) });
   cleanups.push(() => store.close(), () => server.close(), () => runner.close());
   return { store, server, runner, events };
 }
@@ -167,6 +167,21 @@ describe('the workflow runner over a real sidecar and a scripted model', () => {
     const run = await runner.waitForRun(runId, { signal: AbortSignal.timeout(30_000) });
     expect(run).toMatchObject({ state: 'cancelled', error: 'no longer needed' });
     expect(run?.tasks.map((t) => t.state)).toEqual(['cancelled', 'skipped']);
+    expect(runner.activeRuns()).toEqual([]);
+  });
+
+  it('a cancel written by another process reaches the running task turn at the next lease renewal', async () => {
+    const probe = join(scratch, 'remote-cancel-probe');
+    const { store, runner } = await setUp([{ output: [functionCallItem({ callId: 'c1', name: 'wait_for_abort', arguments: JSON.stringify({ path: probe }) })] }], { leaseMs: 600 });
+    const runId = await start(store, runner, { name: 'remote', maxParallel: 1, tasks: [task('a', 'wait')] });
+    await until(() => existsSync(`${probe}.started`), 'the sidecar call to start');
+    // Another process's cancel: its own connection to the file, no hook into this runner.
+    const other = await openSqliteStore({ dataDir: dirname(store.location) });
+    await other.workflows.finishRun({ runId, state: 'cancelled', error: 'cancelled elsewhere' });
+    await other.close();
+    await until(() => existsSync(probe), 'the sidecar call to be aborted');
+    const run = await runner.waitForRun(runId, { signal: AbortSignal.timeout(30_000) });
+    expect(run).toMatchObject({ state: 'cancelled', error: 'cancelled elsewhere', tasks: [{ state: 'cancelled' }] });
     expect(runner.activeRuns()).toEqual([]);
   });
 

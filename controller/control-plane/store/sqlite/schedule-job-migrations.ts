@@ -17,6 +17,8 @@ export const scheduleJobMigration: { name: string; sql: string } = {
         can_spawn_jobs INTEGER NOT NULL,
         schedule_id TEXT,
         attempts INTEGER NOT NULL DEFAULT 0,
+        -- The job runner running it (host:pid:random), while it runs.
+        owner TEXT,
         created_at INTEGER NOT NULL,
         started_at INTEGER,
         finished_at INTEGER

@@ -63,7 +63,7 @@ export function createSqliteJobStore(db: Database): JobStore {
     }
     return insertJobRow(job);
   });
-  const claimNext = db.transaction((agentIds: string[], maxRunning: number, now: number): JobRecord | undefined => {
+  const claimNext = db.transaction((agentIds: string[], maxRunning: number, now: number, owner: string): JobRecord | undefined => {
     if (agentIds.length === 0) return undefined;
     const placeholders = agentIds.map(() => '?').join(', ');
     const row = db
@@ -75,9 +75,17 @@ export function createSqliteJobStore(db: Database): JobStore {
       )
       .get(...agentIds, maxRunning) as JobRow | undefined;
     if (!row) return undefined;
-    db.prepare("UPDATE jobs SET status = 'running', attempts = attempts + 1, started_at = ? WHERE job_id = ?").run(now, row.job_id);
+    db.prepare("UPDATE jobs SET status = 'running', attempts = attempts + 1, started_at = ?, owner = ? WHERE job_id = ?").run(now, owner, row.job_id);
     return toJobRecord(selectOne.get(row.job_id) as JobRow);
   });
+  // Lists travel as one JSON array parameter, so the statements are prepared once.
+  const runningOwners = db.prepare(
+    "SELECT DISTINCT owner FROM jobs WHERE status = 'running' AND owner IS NOT NULL AND agent_id IN (SELECT value FROM json_each(?))",
+  );
+  const requeue = db.prepare(
+    `UPDATE jobs SET status = 'queued', owner = NULL WHERE status = 'running' AND agent_id IN (SELECT value FROM json_each(?))
+       AND (owner IS NULL OR owner IN (SELECT value FROM json_each(?)))`,
+  );
   const finish = db.prepare(
     "UPDATE jobs SET status = ?, final_text = ?, error = ?, finished_at = ? WHERE job_id = ? AND status = 'running'",
   );
@@ -104,8 +112,8 @@ export function createSqliteJobStore(db: Database): JobStore {
       ) as JobRow[];
       return rows.map(toJobRecord);
     },
-    async claimNext({ agentIds, maxRunningPerAgent, now }) {
-      return claimNext.immediate(agentIds, maxRunningPerAgent, now);
+    async claimNext({ agentIds, maxRunningPerAgent, now, owner }) {
+      return claimNext.immediate(agentIds, maxRunningPerAgent, now, owner);
     },
     async finish(jobId, ending) {
       return finish.run(ending.status, ending.finalText, ending.error, ending.now, jobId).changes === 1;
@@ -113,10 +121,12 @@ export function createSqliteJobStore(db: Database): JobStore {
     async cancel(jobId, reason, now) {
       return cancel.immediate(jobId, reason, now);
     },
-    async requeueRunning(agentIds) {
-      if (agentIds.length === 0) return 0;
-      const placeholders = agentIds.map(() => '?').join(', ');
-      return db.prepare(`UPDATE jobs SET status = 'queued' WHERE status = 'running' AND agent_id IN (${placeholders})`).run(...agentIds).changes;
+    async runningOwners(agentIds) {
+      const rows = runningOwners.all(JSON.stringify(agentIds)) as Array<{ owner: string }>;
+      return rows.map((row) => row.owner);
+    },
+    async requeueRunning({ agentIds, owners }) {
+      return requeue.run(JSON.stringify(agentIds), JSON.stringify(owners)).changes;
     },
   };
 }

@@ -38,11 +38,11 @@ function toScheduleRecord(row: ScheduleRow): ScheduleRecord {
 export function createSqliteScheduleStore(db: Database): ScheduleStore {
   const selectOne = db.prepare('SELECT * FROM schedules WHERE schedule_id = ?');
   const create = db.transaction((schedule: NewSchedule, maxPerAgent: number) => {
-    const { n } = db.prepare('SELECT COUNT(*) AS n FROM schedules WHERE agent_id = ?').get(schedule.agentId) as { n: number };
+    const { n } = db.prepare('SELECT COUNT(*) AS n FROM schedules WHERE agent_id = ? AND next_fire_at IS NOT NULL').get(schedule.agentId) as { n: number };
     if (n >= maxPerAgent) {
       throw new ControlPlaneError(
         'limit_exceeded',
-        `agent ${schedule.agentId} already has ${n} schedules (at most ${maxPerAgent}); delete one it no longer needs first`,
+        `agent ${schedule.agentId} already has ${n} schedules with firings left (at most ${maxPerAgent}); delete one it no longer needs first`,
       );
     }
     db.prepare(
@@ -63,11 +63,19 @@ export function createSqliteScheduleStore(db: Database): ScheduleStore {
     `UPDATE schedules SET next_fire_at = ?, last_fired_at = ?, fired_count = fired_count + 1, missed_count = missed_count + ?
      WHERE schedule_id = ?`,
   );
+  const activeJobs = db.prepare("SELECT COUNT(*) AS n FROM jobs WHERE agent_id = ? AND status IN ('queued', 'running')");
+  const skip = db.prepare('UPDATE schedules SET next_fire_at = ?, missed_count = missed_count + ? WHERE schedule_id = ?');
   const claim = db.transaction((firing: FiringClaim): JobRecord | undefined => {
     const row = selectOne.get(firing.scheduleId) as ScheduleRow | undefined;
     if (!row || row.next_fire_at !== firing.fireAt) return undefined;
-    const claimed = insertFiring.run(firing.scheduleId, firing.fireAt, firing.jobId, firing.missed, firing.now);
+    const { n } = activeJobs.get(row.agent_id) as { n: number };
+    const full = n >= firing.maxActiveJobsPerAgent;
+    const claimed = insertFiring.run(firing.scheduleId, firing.fireAt, full ? '' : firing.jobId, firing.missed, firing.now);
     if (claimed.changes === 0) return undefined;
+    if (full) {
+      skip.run(firing.nextFireAt ?? null, firing.missed + 1, firing.scheduleId);
+      return undefined;
+    }
     advance.run(firing.nextFireAt ?? null, firing.now, firing.missed, firing.scheduleId);
     // A firing's turn may start jobs: it is the agent's own text turn, only started by the clock.
     return insertJobRow({

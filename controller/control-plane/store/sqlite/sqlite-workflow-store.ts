@@ -108,6 +108,8 @@ export function createSqliteWorkflowStore(context: SqliteStoreContext): Workflow
     const row = statements.run.get(runId);
     return row ? toRun(row, statements.tasksOf.all(runId).map(toTask)) : undefined;
   };
+  // A read of a run and its tasks sees one snapshot, whatever another process writes meanwhile.
+  const readRun = db.transaction(getRunSync);
 
   /** Running tasks of a run go back to pending; their open attempts are logged `interrupted`. */
   const interruptRunningTasks = (runId: string) => {
@@ -243,7 +245,7 @@ export function createSqliteWorkflowStore(context: SqliteStoreContext): Workflow
       return createRun.immediate(input);
     },
     async getRun(runId) {
-      return getRunSync(runId);
+      return readRun(runId);
     },
     async listRuns(query) {
       const where: string[] = [];
@@ -257,8 +259,8 @@ export function createSqliteWorkflowStore(context: SqliteStoreContext): Workflow
         params.push(query.state);
       }
       const sql = `SELECT * FROM workflow_runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, rowid DESC LIMIT ?`;
-      const rows = db.prepare<Array<string | number>, RunRow>(sql).all(...params, query.limit);
-      return rows.map((row) => toRun(row, statements.tasksOf.all(row.run_id).map(toTask)));
+      const list = db.transaction(() => db.prepare<Array<string | number>, RunRow>(sql).all(...params, query.limit).map((row) => toRun(row, statements.tasksOf.all(row.run_id).map(toTask))));
+      return list();
     },
     async claimRuns(input) {
       return claimRuns.immediate(input);

@@ -77,3 +77,29 @@ describe('answerControlRequest', () => {
     expect(errorOf(await answerControlRequest({ store, agentId: 'a', request: { request: undefined } }))?.code).toBe('invalid_request');
   });
 });
+
+describe('toProtoWorkflowRun', () => {
+  it('keeps a shown run under the reply budget and names what it left out', async () => {
+    const { toProtoWorkflowRun, MAX_REPLY_TEXT_BYTES } = await import('../../../../controller/control-plane/workflows/to-proto-workflow-run.js');
+    const big = 'x'.repeat(400_000);
+    const tasks = ['a', 'b', 'c'].map((taskId) => ({
+      taskId,
+      state: 'committed' as const,
+      attempts: 1,
+      failedAttempts: 0,
+      maxAttempts: 2,
+      dependsOn: [],
+      prompt: 'p',
+      resultSchemaJson: '{}',
+      resultJson: JSON.stringify(big),
+    }));
+    const run = toProtoWorkflowRun({ runId: 'r', agentId: 'a', name: 'n', state: 'succeeded', maxParallel: 1, createdAt: '', tasks });
+    const text = run.tasks.reduce((sum, task) => sum + task.resultJson.length + task.prompt.length + task.resultSchemaJson.length, 0);
+    expect(text).toBeLessThanOrEqual(MAX_REPLY_TEXT_BYTES);
+    expect(run.tasks.map((task) => task.resultJson.length > 0)).toEqual([true, true, false]);
+    expect(run.tasks[2]?.error).toBe(`(left out of this reply to keep it under ${MAX_REPLY_TEXT_BYTES} bytes: result)`);
+    expect(run.tasks[0]?.error).toBe('');
+    const listed = toProtoWorkflowRun({ runId: 'r', agentId: 'a', name: 'n', state: 'succeeded', maxParallel: 1, createdAt: '', tasks }, { withDetail: false });
+    expect(listed.tasks.every((task) => task.resultJson === '' && task.prompt === '' && task.error === '')).toBe(true);
+  });
+});

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { JobRunner, type JobTurnOutcome } from '../../../../controller/control-plane/jobs/job-runner.js';
 import type { ControlHooks } from '../../../../controller/control-plane/answer-control-request.js';
@@ -85,7 +86,8 @@ describe('JobRunner over the SQLite store', () => {
   it('leaves jobs running at shutdown in the store and runs them again at the next start', async () => {
     const first = await db.open();
     const turns = scriptedTurns();
-    const runner = new JobRunner({ jobs: first.jobs, agentIds: ['agent-a'], runTurn: turns.run, pollMs: 50 });
+    // As if it ran in another process on this host, one that is gone by the restart (no such pid).
+    const runner = new JobRunner({ jobs: first.jobs, agentIds: ['agent-a'], runTurn: turns.run, pollMs: 50, owner: `${hostname()}:2147483646:gone` });
     await runner.start();
     const { job } = await ask(first, 'agent-a', 'startJob', { agentId: '', prompt: 'long work' }, { schedulesAndJobs: { onJobQueued: () => runner.wake() } });
     await turns.waitForStarts(1);
@@ -94,11 +96,17 @@ describe('JobRunner over the SQLite store', () => {
     await first.close();
 
     const second = await db.open();
+    // A runner of this (live) process does not take a live runner's job...
+    const live = await second.jobs.insert({ jobId: 'job_live', agentId: 'agent-a', prompt: 'held', canSpawnJobs: false, createdAt: 1 }, { maxQueuedPerAgent: 10 });
+    await second.jobs.claimNext({ agentIds: ['agent-a'], maxRunningPerAgent: 5, now: 2, owner: `${hostname()}:${process.pid}:alive` });
     const again = scriptedTurns();
     const restarted = new JobRunner({ jobs: second.jobs, agentIds: ['agent-a'], runTurn: again.run, pollMs: 50 });
     expect(await restarted.start()).toEqual({ resumed: 1 });
     await again.waitForStarts(1);
     expect(again.started[0]).toMatchObject({ jobId: job!.jobId, attempts: 2 });
+    // ...but the dead one's only.
+    expect((await second.jobs.get(live.jobId))!.status).toBe('running');
+    expect(again.started.map((j) => j.jobId)).not.toContain(live.jobId);
     again.finish(job!.jobId, 'finished after the restart');
     await until(() => second.jobs.get(job!.jobId), (j) => j?.status === 'succeeded', 'the resumed job to succeed');
     await restarted.close();

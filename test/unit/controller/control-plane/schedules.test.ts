@@ -69,7 +69,7 @@ describe('Scheduler over the SQLite store', () => {
     const store = await db.open();
     const { schedule } = await ask(store, 'agent-a', 'createSchedule', { agentId: '', prompt: 'tick', cron: '* * * * *', at: '', timeZone: 'UTC' }, at(() => T0));
     const fireAt = T0 + minute;
-    const claim = { scheduleId: schedule!.scheduleId, fireAt, nextFireAt: fireAt + minute, missed: 0, now: fireAt };
+    const claim = { scheduleId: schedule!.scheduleId, fireAt, nextFireAt: fireAt + minute, missed: 0, now: fireAt, maxActiveJobsPerAgent: 20 };
     expect(await store.schedules.claimFiring({ ...claim, jobId: 'job_1' })).toBeDefined();
     expect(await store.schedules.claimFiring({ ...claim, jobId: 'job_2' })).toBeUndefined();
     expect((await store.jobs.list(undefined, 10)).map((job) => job.jobId)).toEqual(['job_1']);
@@ -85,6 +85,21 @@ describe('Scheduler over the SQLite store', () => {
     expect(fired.map((firing) => firing.job.prompt)).toEqual(['for agent-a']);
     expect(await store.schedules.nextDueAt(['agent-b'])).toBe(T0 + 1_000);
     expect(await store.schedules.nextDueAt(['agent-a'])).toBeUndefined();
+    await store.close();
+  });
+
+  it("counts a firing as missed, queueing nothing, while its agent's job queue is full", async () => {
+    let now = T0;
+    const store = await db.open();
+    await ask(store, 'agent-a', 'createSchedule', { agentId: '', prompt: 'tick', cron: '* * * * *', at: '', timeZone: 'UTC' }, at(() => now));
+    const scheduler = new Scheduler({ schedules: store.schedules, onFired: () => {}, clock: () => now, maxActiveJobsPerAgent: 1 });
+    now = T0 + minute;
+    expect(await scheduler.fireDue()).toHaveLength(1);
+    now = T0 + 2 * minute;
+    expect(await scheduler.fireDue()).toEqual([]);
+    const [schedule] = await store.schedules.list('agent-a', 10);
+    expect(schedule).toMatchObject({ firedCount: 1, missedCount: 1, nextFireAt: T0 + 3 * minute });
+    expect(await store.jobs.list('agent-a', 10)).toHaveLength(1);
     await store.close();
   });
 

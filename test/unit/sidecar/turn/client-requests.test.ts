@@ -66,4 +66,13 @@ describe('createClientRequests', () => {
     requests.reply(idOf(0), { kind: 'control', control: { reply: undefined } }, 101);
     await expect(waiting).rejects.toThrow("the client's reply was 101 bytes, over the limit of 100");
   });
+
+  it('once closed (the client half-closed), waiting and later requests fail at once', async () => {
+    const { requests } = setup();
+    const waiting = requests.channel.request('c1', showJob, new AbortController().signal);
+    requests.close('the client closed its side');
+    await expect(waiting).rejects.toThrow('the client closed its side');
+    await expect(requests.approve('c2', approval, new AbortController().signal)).rejects.toThrow('the client closed its side');
+    expect(requests.pending).toBe(0);
+  });
 });

@@ -94,3 +94,15 @@ describe('parseWorkflowFile', () => {
     expect(() => parseWorkflowFile(JSON.stringify({ name: 'f', tasks: [task('a')], steps: [] }))).toThrow(/unknown field "steps"/);
   });
 });
+
+describe('checkSubmittedResult', () => {
+  it('checks the value against the persisted schema text and bounds its size', async () => {
+    const { checkSubmittedResult } = await import('../../../../../controller/control-plane/workflows/check-submitted-result.js');
+    const persisted = JSON.stringify(schema);
+    expect(checkSubmittedResult(persisted, { ok: true })).toEqual({ ok: true, resultJson: '{"ok":true}' });
+    expect(checkSubmittedResult(persisted, { ok: 'yes' })).toEqual({ ok: false, reasons: 'ok: expected boolean, got string "yes"' });
+    expect(checkSubmittedResult(persisted, undefined)).toEqual({ ok: false, reasons: 'no value was submitted' });
+    expect(checkSubmittedResult(persisted, { ok: true, pad: 'x'.repeat(50) }, { maxResultChars: 40 })).toMatchObject({ ok: false, reasons: expect.stringContaining('at most 40') });
+    expect(checkSubmittedResult('{not json', { ok: true })).toMatchObject({ ok: false, reasons: expect.stringContaining('not JSON') });
+  });
+});

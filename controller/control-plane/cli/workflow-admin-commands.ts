@@ -1,0 +1,109 @@
+import { parseArgs } from 'node:util';
+import { errorMessage } from '../../../src/index.js';
+import { WorkflowRunState, WorkflowTaskState, type ControlRequest, type WorkflowRun } from '../../../src/gen/toolruntime/v1/control_plane.js';
+import type { CliIo } from '../../cli.js';
+import { answerControlRequest } from '../answer-control-request.js';
+import { defaultDataDir } from '../store/default-data-dir.js';
+import { openSqliteStore } from '../store/sqlite/open-sqlite-store.js';
+
+/** The usage of the operator's workflow commands. */
+export const WORKFLOW_ADMIN_USAGE = `Usage: npm run controller -- workflow list [--agent-id ID] [--limit N] [--data-dir DIR]
+       npm run controller -- workflow show RUN_ID [--data-dir DIR]
+       npm run controller -- workflow cancel RUN_ID [--reason TEXT] [--data-dir DIR]
+
+Reads (and for cancel, changes) the control-plane store directly, as an operator: every agent's runs
+unless --agent-id names one. Prints JSON (one run a line for list). A cancelled run's task turns stop
+at once when this process runs them, else at their runner's next lease renewal (within 10 s).`;
+
+/** A run as printed: states by name, results parsed. */
+function printable(run: WorkflowRun | undefined): unknown {
+  if (!run) return null;
+  const parse = (text: string): unknown => {
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
+  };
+  return {
+    run_id: run.runId,
+    agent_id: run.agentId,
+    name: run.name,
+    state: WorkflowRunState[run.state]?.replace('WORKFLOW_RUN_STATE_', '').toLowerCase(),
+    created_at: run.createdAt,
+    ...(run.finishedAt ? { finished_at: run.finishedAt } : {}),
+    ...(run.error ? { error: run.error } : {}),
+    tasks: run.tasks.map((task) => ({
+      id: task.taskId,
+      state: WorkflowTaskState[task.state]?.replace('WORKFLOW_TASK_STATE_', '').toLowerCase(),
+      attempts: task.attempts,
+      ...(task.resultJson ? { result: parse(task.resultJson) } : {}),
+      ...(task.error ? { error: task.error } : {}),
+    })),
+  };
+}
+
+/**
+ * `workflow list | show | cancel`: the operator's view of the store, through the same control
+ * handlers the tools use. Returns the exit code: 0, 1 when the store refuses (unknown run, a run
+ * already finished), 2 on bad usage.
+ */
+export async function runWorkflowAdminCommand(sub: 'list' | 'show' | 'cancel', args: string[], io: CliIo): Promise<number> {
+  let values;
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({
+      args,
+      allowPositionals: true,
+      strict: true,
+      options: { 'data-dir': { type: 'string' }, 'agent-id': { type: 'string' }, limit: { type: 'string' }, reason: { type: 'string' }, help: { type: 'boolean' } },
+    }));
+  } catch (error) {
+    io.stderr.write(`error: ${errorMessage(error)}\n\n${WORKFLOW_ADMIN_USAGE}\n`);
+    return 2;
+  }
+  if (values.help) {
+    io.stdout.write(`${WORKFLOW_ADMIN_USAGE}\n`);
+    return 0;
+  }
+  const runId = positionals[0] ?? '';
+  const limit = Number(values.limit ?? 50);
+  if ((sub !== 'list' && (runId === '' || positionals.length > 1)) || (sub === 'list' && positionals.length > 0) || !Number.isInteger(limit) || limit < 1) {
+    io.stderr.write(`error: bad arguments for workflow ${sub}\n\n${WORKFLOW_ADMIN_USAGE}\n`);
+    return 2;
+  }
+  const agentId = values['agent-id'] ?? '';
+  const request: ControlRequest['request'] =
+    sub === 'list'
+      ? { $case: 'listWorkflows', value: { agentId, limit } }
+      : sub === 'show'
+        ? { $case: 'showWorkflow', value: { agentId, runId } }
+        : { $case: 'cancelWorkflow', value: { agentId, runId, reason: values.reason ?? 'cancelled by an operator' } };
+  let store;
+  try {
+    store = await openSqliteStore({ dataDir: values['data-dir'] ?? defaultDataDir() });
+  } catch (error) {
+    io.stderr.write(`error: ${errorMessage(error)}\n`);
+    return 1;
+  }
+  try {
+    const { reply } = await answerControlRequest({ store, request: { request } });
+    switch (reply?.$case) {
+      case 'listWorkflows':
+        for (const run of reply.value.runs) io.stdout.write(`${JSON.stringify(printable(run))}\n`);
+        return 0;
+      case 'showWorkflow':
+      case 'cancelWorkflow':
+        io.stdout.write(`${JSON.stringify(printable(reply.value.run), null, 2)}\n`);
+        return 0;
+      case 'error':
+        io.stderr.write(`error: ${reply.value.code}: ${reply.value.message}\n`);
+        return 1;
+      default:
+        io.stderr.write('error: the control plane gave no answer\n');
+        return 1;
+    }
+  } finally {
+    await store.close();
+  }
+}
