@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../../src/index.js';
 import { runTurn, type RunTurnOptions } from '../../loop/run-turn.js';
 import type { TurnEvent } from '../../loop/turn-events.js';
-import { recordApprovals } from '../../approvals/cli-approvals.js';
+import { recordApprovals } from '../../approvals/terminal-approver.js';
 import type { ApproveCallback } from '../../sidecar-client/sidecar-types.js';
 import type { ResponsesModel } from '../../model/responses-model.js';
 import type { SidecarClient } from '../../sidecar-client/create-sidecar-client.js';
