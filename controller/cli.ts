@@ -16,7 +16,7 @@ import type { ApproveCallback } from './sidecar-client/sidecar-types.js';
 import { spawnSidecar, type SpawnedSidecar } from './sidecar-client/spawn-sidecar.js';
 import { renderTurnEvent } from './render-turn-event.js';
 import { startCliConsole, type CliConsole } from './console/cli-console.js';
-import { takeConsoleFlags, type ConsoleFlags } from './console/console-flags.js';
+import { CONSOLE_USAGE, takeConsoleFlags, type ConsoleFlags } from './console/console-flags.js';
 import { createTurnControlPlane } from './control-plane/cli/turn-control-plane.js';
 import { renderRunnerEvent } from './control-plane/cli/workflow-run-command.js';
 
@@ -54,7 +54,7 @@ export async function runCli(io: CliIo): Promise<number> {
     return 2;
   }
   if (options.help) {
-    io.stdout.write(`${USAGE}\n`);
+    io.stdout.write(`${USAGE}\n\nThe web console (controller/console/):\n${CONSOLE_USAGE}\n`);
     return 0;
   }
   const cleanups: Array<() => Promise<void>> = [];

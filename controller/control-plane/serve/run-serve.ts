@@ -17,7 +17,7 @@ import { readAgentsFile } from './read-agents-file.js';
 import { resumeAgentWorkflows } from './resume-agent-workflows.js';
 import { parseServeOptions, SERVE_USAGE, type ServeOptions } from './serve-options.js';
 import { sidecarJobTurns } from './sidecar-job-turns.js';
-import { takeConsoleFlags, type ConsoleFlags } from '../../console/console-flags.js';
+import { CONSOLE_USAGE, takeConsoleFlags, type ConsoleFlags } from '../../console/console-flags.js';
 import { startServeConsole } from '../../console/serve-console.js';
 import { TurnFeed } from '../../console/turn-feed.js';
 
@@ -54,7 +54,7 @@ export async function runServe(io: ServeIo): Promise<number> {
     return 2;
   }
   if (options.help) {
-    io.stdout.write(`${SERVE_USAGE}\n`);
+    io.stdout.write(`${SERVE_USAGE}\n\nThe web console (controller/console/):\n${CONSOLE_USAGE}\n`);
     return 0;
   }
   const logger = createJsonLogger({ stream: io.stderr, fields: { component: 'controller' } });

@@ -120,6 +120,9 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
     expect(await page.locator(`[data-run="${run.runId}"] [data-task="t2"] .result`).textContent()).toContain('console-flow-t2');
     expect(await page.locator(`[data-run="${run.runId}"] svg line`).count()).toBe(2);
     await screenshot('workflows');
+    // The task turns fed the timeline too (workflow task turns, by run, task and attempt).
+    await view('turns');
+    await page.locator('.turn-list li', { hasText: 'console-flow · t2 #1' }).waitFor({ timeout: 30_000 });
 
     await view('agents');
     await page.locator('tr[data-agent="agent-a"] .badge-serving').waitFor({ timeout: 30_000 });
