@@ -76,7 +76,8 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
     await page.evaluate('window.marker = 42');
     await view('turns');
     const command = "printf '%s' '<script>window.pwned=1</script><img src=x onerror=\"window.pwned=2\">'";
-    const job = (await client.startJob({ agentId: 'agent-a', prompt: `console-live\nCALL run_command ${JSON.stringify({ command })}` })).job!;
+    const todos = { todos: [{ id: 'look', content: 'Look at <b>the</b> workspace', status: 'in_progress' }] };
+    const job = (await client.startJob({ agentId: 'agent-a', prompt: `console-live\nCALL todo_write ${JSON.stringify(todos)}\nCALL run_command ${JSON.stringify({ command })}` })).job!;
 
     // run_command is destructive: serve's default policy holds it for an operator.
     const waiting = page.locator('li.call.call-waiting-for-approval');
@@ -132,7 +133,18 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
     await page.locator('tr[data-job]', { hasText: 'console-live' }).waitFor({ timeout: 30_000 });
     await screenshot('schedules');
     await view('todos');
+    expect(await page.locator('[data-agent="agent-a"] li.todo').textContent()).toContain('Look at <b>the</b> workspace');
     await screenshot('todos');
+
+    // Cancel from the page: a job whose model never answers, cancelled through ControlPlaneService's path.
+    const hanging = (await client.startJob({ agentId: 'agent-a', prompt: 'console-cancel HANG-FOREVER' })).job!;
+    await view('schedules');
+    const row = page.locator(`tr[data-job="${hanging.jobId}"]`);
+    await row.locator('.badge-running').waitFor({ timeout: 30_000 });
+    await row.locator('button.cancel').click();
+    await row.locator('.badge-cancelled').waitFor({ timeout: 30_000 });
+    const cancelled = await client.showJob({ agentId: 'agent-a', jobId: hanging.jobId });
+    expect(cancelled.job!.state).toBe(JobState.JOB_STATE_CANCELLED);
   }, 180_000);
 
   it('refuses cross-origin and rebound-host requests, and actions without JSON', async () => {
