@@ -93,10 +93,12 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
             continue;
           }
           // Wait for a message, at most 15 s (then a comment keeps proxies from timing out).
+          let timer: NodeJS.Timeout | undefined;
           await new Promise<void>((resolve) => {
             wake = resolve;
-            setTimeout(resolve, 15_000).unref();
+            timer = setTimeout(resolve, 15_000);
           });
+          clearTimeout(timer);
           wake = undefined;
           if (queue.length === 0 && !stream.aborted && !closing.signal.aborted) await stream.write(': keep-alive\n\n');
         }
