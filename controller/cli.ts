@@ -15,7 +15,7 @@ import { createSidecarClient } from './sidecar-client/create-sidecar-client.js';
 import type { ApproveCallback } from './sidecar-client/sidecar-types.js';
 import { spawnSidecar, type SpawnedSidecar } from './sidecar-client/spawn-sidecar.js';
 import { renderTurnEvent } from './render-turn-event.js';
-import { startCliConsole, type CliConsole } from './console/cli-console.js';
+import type { CliConsole } from './console/cli-console.js';
 import { CONSOLE_USAGE, takeConsoleFlags, type ConsoleFlags } from './console/console-flags.js';
 import { createTurnControlPlane } from './control-plane/cli/turn-control-plane.js';
 import { renderRunnerEvent } from './control-plane/cli/workflow-run-command.js';
@@ -143,6 +143,8 @@ async function runOneTurn(
   const cancelled = new AbortController();
   const turnSignal = AbortSignal.any([signal, cancelled.signal]);
   if (consoleRun.flags) {
+    // Loaded only with --console: plain turns never load the HTTP server.
+    const { startCliConsole } = await import('./console/cli-console.js');
     const started = await startCliConsole({ flags: consoleRun.flags, agentId: options.agentId, sidecarAddress: address, ...(token ? { sidecarToken: token } : {}), dataDir: options.dataDir });
     consoleRun.console = started;
     cleanups.push(() => started.close());

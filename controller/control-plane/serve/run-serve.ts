@@ -18,7 +18,6 @@ import { resumeAgentWorkflows } from './resume-agent-workflows.js';
 import { parseServeOptions, SERVE_USAGE, type ServeOptions } from './serve-options.js';
 import { sidecarJobTurns } from './sidecar-job-turns.js';
 import { CONSOLE_USAGE, takeConsoleFlags, type ConsoleFlags } from '../../console/console-flags.js';
-import { startServeConsole } from '../../console/serve-console.js';
 import { TurnFeed } from '../../console/turn-feed.js';
 
 /** What `serve` needs from its process. */
@@ -113,6 +112,7 @@ export async function runServe(io: ServeIo): Promise<number> {
     cleanups.push(() => server.close({ graceMs: 1_000 }));
     const address = await server.listen(options.listen);
     if (consoleFlags && feed) {
+      const { startServeConsole } = await import('../../console/serve-console.js'); // loaded only with --console
       const web = await startServeConsole({ flags: consoleFlags, feed, store, agents: () => sidecars.sidecarAddresses(), answer, ...(token ? { serveToken: token } : {}), logger });
       cleanups.push(() => web.close());
     }
