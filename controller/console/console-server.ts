@@ -37,7 +37,9 @@ export interface ConsoleServer {
   close(): Promise<void>;
 }
 
-const pageDir = fileURLToPath(new URL('./page/', import.meta.url));
+// From source, the page sits beside this file. Built (esbuild bundles one folder below dist/, as
+// src/runtime-path.ts on main expects), it is dist/controller/console/page/: the build copies it.
+const pageDir = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? './page/' : '../controller/console/page/', import.meta.url));
 const pageFiles: Record<string, string> = {
   'index.html': 'text/html; charset=utf-8',
   'app.js': 'text/javascript; charset=utf-8',
