@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startConsoleServer } from '../../../controller/console/console-server.js';
+import { TurnFeed } from '../../../controller/console/turn-feed.js';
 import { JobState } from '../../../src/gen/toolruntime/v1/control_plane.js';
 import { startScriptedAgentModel, type ScriptedAgentModel } from '../../fakes/scripted-agent-model.js';
 import { controlPlaneClient, until } from '../../fixtures/control-plane-client.js';
@@ -146,6 +148,24 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
     const cancelled = await client.showJob({ agentId: 'agent-a', jobId: hanging.jobId });
     expect(cancelled.job!.state).toBe(JobState.JOB_STATE_CANCELLED);
   }, 180_000);
+
+  it('with a token, the page asks for it, then follows the turns live', async () => {
+    const feed = new TurnFeed();
+    const server = await startConsoleServer({ address: '127.0.0.1:0', token: 'page-token-1234', feed, agents: () => [{ agentId: 'solo' }] });
+    const guarded = await browser.newPage();
+    try {
+      await guarded.goto(`${server.url}#turns`);
+      await guarded.locator('#token-form').waitFor({ timeout: 30_000 });
+      await guarded.fill('#token', 'page-token-1234');
+      await guarded.click('#token-form button');
+      await guarded.locator('#status[data-state="live"]').waitFor({ timeout: 30_000 });
+      feed.record({ turnId: 'turn-1', agentId: 'solo', kind: 'text', label: 'with a token' }, { type: 'activity-started', callId: 'c1', name: 'list_files', label: 'Listing files' });
+      await guarded.locator('li.call.call-running', { hasText: 'Listing files' }).waitFor({ timeout: 30_000 });
+    } finally {
+      await guarded.close();
+      await server.close();
+    }
+  }, 60_000);
 
   it('refuses cross-origin and rebound-host requests, and actions without JSON', async () => {
     const approve = (headers: Record<string, string>) => fetch(`${consoleUrl}api/approvals/none`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: '{"approved":true}' });
