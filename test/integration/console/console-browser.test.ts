@@ -24,7 +24,7 @@ if (!hasChromium) {
 }
 
 const output = fileURLToPath(new URL('../../output/console/', import.meta.url));
-const dir = mkdtempSync(join(tmpdir(), 'console-browser-'));
+let dir: string;
 let model: ScriptedAgentModel;
 let serve: StartedSidecar;
 let consoleUrl: string;
@@ -44,6 +44,7 @@ async function screenshot(name: string): Promise<void> {
 describe.skipIf(!hasChromium)('the web console in Chromium', () => {
   beforeAll(async () => {
     mkdirSync(output, { recursive: true });
+    dir = mkdtempSync(join(tmpdir(), 'console-browser-'));
     const workspace = join(dir, 'workspace');
     mkdirSync(workspace);
     writeFileSync(join(workspace, 'README.md'), '# console test\n');
@@ -70,7 +71,7 @@ describe.skipIf(!hasChromium)('the web console in Chromium', () => {
     client?.close();
     await serve?.stop('SIGTERM');
     await model?.close();
-    rmSync(dir, { recursive: true, force: true });
+    if (dir) rmSync(dir, { recursive: true, force: true });
   }, 60_000);
 
   it('shows a running turn\'s call live, approves it from the page, and the turn goes on; tool output with <script> is text', async () => {
