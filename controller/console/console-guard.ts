@@ -1,5 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
+import { isLoopbackAddress } from '../../sidecar/grpc/listen-address.js';
 
 /** Options of `consoleGuard`. */
 export interface ConsoleGuardOptions {
@@ -16,7 +17,8 @@ const loopbackNames = new Set(['127.0.0.1', 'localhost', '[::1]']);
 /**
  * The console's request checks, before any route:
  * - Host must be the console's own (a loopback name with its port, or the bound host): a page of
- *   another site that rebinds its DNS name to 127.0.0.1 is refused.
+ *   another site that rebinds its DNS name to 127.0.0.1 is refused. Bound beyond loopback (which
+ *   needs a token) any Host is let through to the token check.
  * - A request from another origin is refused: an `Origin` that is not `http://<Host>`, or a
  *   `Sec-Fetch-Site` other than `same-origin` / `none`. No CORS header is ever sent.
  * - Actions (POST) need `content-type: application/json`, which a cross-site form cannot send.
@@ -27,9 +29,12 @@ export function consoleGuard(options: ConsoleGuardOptions): MiddlewareHandler {
   const hostPort = options.host.includes(':') && !options.host.startsWith('[') ? `[${options.host}]` : options.host;
   const allowedHosts = new Set([...[...loopbackNames].map((name) => `${name}:${options.port}`), `${hostPort}:${options.port}`]);
   const expected = options.token === undefined ? undefined : Buffer.from(options.token);
+  // Beyond loopback (only ever with a token) the console is reached by names it cannot know; the
+  // token, which a rebinding page never has, stands in for the Host check there.
+  const anyHost = expected !== undefined && !isLoopbackAddress(`${hostPort}:${options.port}`);
   return async (c, next) => {
     const host = c.req.header('host') ?? '';
-    if (!allowedHosts.has(host.toLowerCase())) return c.json({ error: `refused: Host "${host}" is not this console's address` }, 403);
+    if (!anyHost && !allowedHosts.has(host.toLowerCase())) return c.json({ error: `refused: Host "${host}" is not this console's address` }, 403);
     const origin = c.req.header('origin');
     if (origin !== undefined && origin !== `http://${host}`) return c.json({ error: `refused: cross-origin request from ${origin}` }, 403);
     const site = c.req.header('sec-fetch-site');

@@ -73,6 +73,11 @@ describe('the console server', () => {
     expect((await fetch(`${server.url}api/state`, { headers: { authorization: 'Bearer wrong-token!' } })).status).toBe(401);
     expect((await fetch(`${server.url}api/state`, { headers: { authorization: 'Bearer sekret-token' } })).status).toBe(200);
     await expect(startConsoleServer({ address: '0.0.0.0:0', feed: new TurnFeed(), agents: () => [] })).rejects.toThrow(/without a token/);
+    // Beyond loopback, with its token, any Host name reaches the token check.
+    const wide = await startConsoleServer({ address: '0.0.0.0:0', token: 'wide-token', feed: new TurnFeed(), agents: () => [] });
+    servers.push(wide);
+    const widePort = new URL(wide.url).port;
+    expect(await getWithHost(`http://127.0.0.1:${widePort}/`, `console.example:${widePort}`)).toBe(401);
     await expect(startConsoleServer({ address: 'nonsense', feed: new TurnFeed(), agents: () => [] })).rejects.toThrow(/HOST:PORT/);
   });
 
