@@ -13,6 +13,8 @@ export interface TurnMeta {
 /** One event as the console keeps and sends it. */
 export interface FeedEvent {
   seq: number;
+  /** Its size as JSON (for the feed's bound). */
+  chars: number;
   /** Epoch ms. */
   time: number;
   event: TurnEvent;
@@ -39,12 +41,15 @@ export interface TurnFeedOptions {
   maxEventsPerTurn?: number;
   /** Characters kept of a presentation payload's strings (default 8000). */
   maxPayloadChars?: number;
+  /** All turns' events together, as JSON characters (default 8 M): past it the oldest go first. */
+  maxTotalChars?: number;
 }
 
 /**
  * The console's in-memory ring of recent turns, fed by the same typed turn events the CLI renders
  * (`onEvent` of runTurn). Bounded: at most `maxTurns` turns (finished ones dropped oldest first),
- * `maxEventsPerTurn` events per turn, long payload strings cut. Subscribers get each event as it is
+ * `maxEventsPerTurn` events per turn, long payload strings cut, and `maxTotalChars` of events in
+ * all (the oldest turns' events dropped first). Subscribers get each event as it is
  * recorded; a throwing subscriber is dropped. Also keeps each agent's latest todo list, from the
  * todo tools' `todo.updated` presentation events.
  */
@@ -55,12 +60,15 @@ export class TurnFeed {
   readonly #maxTurns: number;
   readonly #maxEvents: number;
   readonly #maxChars: number;
+  readonly #maxTotal: number;
+  #total = 0;
   #seq = 0;
 
   constructor(options: TurnFeedOptions = {}) {
     this.#maxTurns = options.maxTurns ?? 50;
     this.#maxEvents = options.maxEventsPerTurn ?? 2_000;
     this.#maxChars = options.maxPayloadChars ?? 8_000;
+    this.#maxTotal = options.maxTotalChars ?? 8_000_000;
   }
 
   /** An `onEvent` hook that records `meta`'s events, then calls `next` (if any). */
@@ -80,12 +88,12 @@ export class TurnFeed {
       this.#turns.set(meta.turnId, turn);
       this.#trim();
     }
-    const stored: FeedEvent = { seq: ++this.#seq, time: now, event: this.#bound(event) as TurnEvent };
+    const bounded = this.#bound(event) as TurnEvent;
+    const stored: FeedEvent = { seq: ++this.#seq, time: now, chars: JSON.stringify(bounded).length, event: bounded };
     turn.events.push(stored);
-    if (turn.events.length > this.#maxEvents) {
-      turn.events.shift();
-      turn.droppedEvents += 1;
-    }
+    this.#total += stored.chars;
+    if (turn.events.length > this.#maxEvents) this.#dropOldest(turn);
+    this.#fitTotal(turn);
     if (event.type === 'turn-finished') {
       turn.status = event.status;
       turn.finishedAt = now;
@@ -128,11 +136,29 @@ export class TurnFeed {
     }
   }
 
+  #dropOldest(turn: FeedTurn): void {
+    const dropped = turn.events.shift();
+    if (!dropped) return;
+    turn.droppedEvents += 1;
+    this.#total -= dropped.chars;
+  }
+
+  /** Drops the oldest events (other turns' first, `current`'s last) until the total fits. */
+  #fitTotal(current: FeedTurn): void {
+    for (const turn of [...this.#turns.values(), current]) {
+      while (this.#total > this.#maxTotal && turn.events.length > (turn === current ? 1 : 0)) this.#dropOldest(turn);
+      if (this.#total <= this.#maxTotal) return;
+    }
+  }
+
   #trim(): void {
     if (this.#turns.size <= this.#maxTurns) return;
     for (const [turnId, turn] of this.#turns) {
       if (this.#turns.size <= this.#maxTurns) break;
-      if (turn.status !== 'running') this.#turns.delete(turnId);
+      if (turn.status !== 'running') {
+        this.#turns.delete(turnId);
+        for (const event of turn.events) this.#total -= event.chars;
+      }
     }
   }
 

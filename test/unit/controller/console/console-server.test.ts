@@ -137,6 +137,19 @@ describe('the turn feed', () => {
     expect(feed.todos()).toEqual({ a1: [{ id: '1', content: 'do', status: 'pending' }] });
   });
 
+  it('keeps all turns\' events under maxTotalChars, dropping the oldest turn\'s first', () => {
+    const feed = new TurnFeed({ maxTotalChars: 2_000 });
+    const meta = (turnId: string) => ({ turnId, agentId: 'a1', kind: 'text', label: turnId });
+    const output = { type: 'presentation', callId: 'c', kind: 'command.output', payload: { text: 'y'.repeat(300) } } as const;
+    for (let index = 0; index < 5; index += 1) feed.record(meta('old'), output);
+    for (let index = 0; index < 5; index += 1) feed.record(meta('new'), output);
+    const [newest, oldest] = feed.turns();
+    const total = [...newest!.events, ...oldest!.events].reduce((sum, item) => sum + JSON.stringify(item.event).length, 0);
+    expect(total).toBeLessThanOrEqual(2_000);
+    expect(newest!.events.length).toBeGreaterThan(oldest!.events.length);
+    expect(oldest!.droppedEvents).toBeGreaterThan(0);
+  });
+
   it('takes --console flags out of a command line', () => {
     expect(takeConsoleFlags(['--prompt', 'x', '--console'])).toEqual({ argv: ['--prompt', 'x'], console: { address: '127.0.0.1:7401' } });
     expect(takeConsoleFlags(['--console', '127.0.0.1:0', '--quiet'])).toEqual({ argv: ['--quiet'], console: { address: '127.0.0.1:0' } });
