@@ -77,6 +77,9 @@ function presentationView(event) {
   if (event.kind === 'command.output' && payload && typeof payload.text === 'string') {
     return h('pre', { class: `output output-${payload.stream === 'stderr' ? 'stderr' : 'stdout'}` }, payload.text);
   }
+  if (event.kind === 'todo.updated' && payload && Array.isArray(payload.todos)) {
+    return h('ul', { class: 'todos-inline' }, payload.todos.map((todo) => h('li', {}, badge(todo.status ?? '?'), ' ', todo.content ?? text(todo))));
+  }
   return h('div', { class: 'presentation' }, h('span', { class: 'kind' }, event.kind), h('pre', {}, text(payload)));
 }
 
