@@ -17,6 +17,7 @@ import { spawnSidecar, type SpawnedSidecar } from './sidecar-client/spawn-sideca
 import { renderTurnEvent } from './render-turn-event.js';
 import { createTurnControlPlane } from './control-plane/cli/turn-control-plane.js';
 import { renderRunnerEvent } from './control-plane/cli/workflow-run-command.js';
+import { startControllerTelemetry } from './telemetry/controller-telemetry.js';
 
 const sampleWorkspace = fileURLToPath(new URL('./sample-workspace/', import.meta.url));
 
@@ -59,6 +60,10 @@ export async function runCli(io: CliIo): Promise<number> {
     if (!options.quiet) io.stderr.write(`${line}\n`);
   };
   try {
+    // Traces and metrics only when OTEL_* or --metrics-listen asks (the sidecar child inherits OTEL_*).
+    const telemetry = await startControllerTelemetry({ env: io.env, ...(options.metricsListen !== undefined ? { metricsListen: options.metricsListen } : {}) });
+    if (telemetry) cleanups.push(() => telemetry.shutdown());
+    if (telemetry?.metricsUrl) progress(`▶ metrics at ${telemetry.metricsUrl}`);
     const outcome = await runOneTurn(options, io, cleanups, progress);
     if (outcome.status === 'completed' || outcome.status === 'terminated') {
       io.stdout.write(`${outcome.finalText}\n`);
