@@ -212,7 +212,10 @@ export async function runSidecarCli(
     process.stderr.write(`tools-runtime sidecar: telemetry: ${errorMessage(error)}\n`);
     process.exit(isToolRuntimeError(error) ? 2 : 1);
   }
-  if (telemetry?.metricsUrl) process.stdout.write(`${JSON.stringify({ event: 'metrics', url: telemetry.metricsUrl })}\n`);
+  if (telemetry?.metricsUrl) {
+    process.stdout.write(`${JSON.stringify({ event: 'metrics', url: telemetry.metricsUrl })}\n`);
+    logger.info('metrics listening', { url: telemetry.metricsUrl });
+  }
   const catalogs = options.createCatalogs(parsed.config, { logger });
   const server = createSidecarServer({
     catalogs,
