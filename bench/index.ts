@@ -9,6 +9,7 @@ const suites: Array<[string, () => Promise<{ run: BenchSuite }>]> = [
   ['controller', () => import('./suites/controller.js')],
   ['model-server', () => import('./suites/model-server.js')],
   ['workflows', () => import('./suites/workflows.js')],
+  ['telemetry', () => import('./suites/telemetry.js')],
 ];
 
 function format(value: number): string {
