@@ -1,5 +1,6 @@
 // `npm run controller -- COMMAND ...`: the control plane's commands. Wiring only.
 import { runWorkflowCommand } from './control-plane/cli/workflow-run-command.js';
+import { startControllerTelemetry } from './telemetry/controller-telemetry.js';
 
 /** What a command needs from its process; it returns the exit code. */
 interface CommandIo {
@@ -35,7 +36,13 @@ if (!command) {
   process.stderr.write(`${name === undefined || name === '--help' ? '' : `error: unknown command "${name}"\n\n`}${USAGE}\n`);
   process.exitCode = name === '--help' ? 0 : 2;
 } else {
+  // Traces and metrics of the commands' turns when OTEL_* asks (no OpenTelemetry module otherwise).
+  const telemetry = await startControllerTelemetry({ env: process.env }).catch((error: unknown) => {
+    process.stderr.write(`error: telemetry: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(2);
+  });
   process.exitCode = await command({ argv: rest, env: process.env, stdout: process.stdout, stderr: process.stderr, signal: controller.signal });
+  await telemetry?.shutdown();
 }
 process.off('SIGINT', onSignal);
 process.off('SIGTERM', onSignal);
