@@ -3,14 +3,13 @@ import { createWriteStream } from 'node:fs';
 import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { errorMessage, isToolRuntimeError } from '../src/index.js';
-import { createTerminalApprover, denyWithoutTerminal, recordApprovals } from './approvals/cli-approvals.js';
+import { createTerminalApprover, denyWithoutTerminal, recordApprovals } from './approvals/terminal-approver.js';
+import { runtimePath } from '../src/runtime-path.js';
 import { parseCliOptions, USAGE, type CliOptions } from './cli-options.js';
 import { runTurn, type TurnOutcome } from './loop/run-turn.js';
 import type { TurnEvent, TurnStatus } from './loop/turn-events.js';
 import { startEmbeddedModel, EMBEDDED_MODEL_NAME } from './model/embedded-model.js';
-import { createOpenAIResponsesModel } from './model/openai-responses-model.js';
 import { createSidecarClient } from './sidecar-client/create-sidecar-client.js';
 import type { ApproveCallback } from './sidecar-client/sidecar-types.js';
 import { spawnSidecar, type SpawnedSidecar } from './sidecar-client/spawn-sidecar.js';
@@ -19,7 +18,7 @@ import { createTurnControlPlane } from './control-plane/cli/turn-control-plane.j
 import { renderRunnerEvent } from './control-plane/cli/workflow-run-command.js';
 import { startControllerTelemetry } from './telemetry/controller-telemetry.js';
 
-const sampleWorkspace = fileURLToPath(new URL('./sample-workspace/', import.meta.url));
+const sampleWorkspace = runtimePath('controller/sample-workspace/');
 
 /** Exit codes of turn statuses other than 0 (completed, terminated) and 1 (any other failure). */
 export const EXIT_CODES: Partial<Record<TurnStatus, number>> = { incomplete: 3, model_failed: 4 };
@@ -89,6 +88,9 @@ async function runOneTurn(
   progress: (line: string) => void,
 ): Promise<TurnOutcome> {
   const { signal } = io;
+  // The openai SDK loads while the sidecar starts, rather than before it: start-up is on the path.
+  const loadingModel = import('./model/openai-responses-model.js');
+  loadingModel.catch(() => {}); // awaited below; a failure surfaces there
   let address = options.sidecar;
   let token: string | undefined;
   let spawned: SpawnedSidecar | undefined;
@@ -118,6 +120,7 @@ async function runOneTurn(
     cleanups.push(() => embedded.close());
     baseURL = embedded.baseURL;
   }
+  const { createOpenAIResponsesModel } = await loadingModel;
   const model = createOpenAIResponsesModel({
     model: options.embedded ? EMBEDDED_MODEL_NAME : options.model,
     // Servers of one's own (vLLM, a gateway on loopback) often need no key, but the SDK refuses to

@@ -4,6 +4,7 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createJsonLogger, errorMessage, isToolRuntimeError, ToolRuntimeError, type LogLevel, type Logger } from '../src/index.js';
+import type { BrainLimits } from './categories/brain/brain-protocol.js';
 import type { Catalogs } from './categories/category.js';
 import { defaultCommandEnvAllowList, defaultSidecarLimits, type SidecarConfig, type SidecarLimits } from './config.js';
 import { isLoopbackAddress } from './grpc/listen-address.js';
@@ -55,6 +56,9 @@ const flags = {
   'web-search-url': { type: 'string' },
   'web-search-key-file': { type: 'string' },
   brain: { type: 'string' },
+  'brain-max-pages': { type: 'string' },
+  'brain-max-page-bytes': { type: 'string' },
+  'brain-max-total-bytes': { type: 'string' },
   skills: { type: 'string' },
   'metrics-listen': { type: 'string' },
 } as const;
@@ -69,6 +73,12 @@ const limitFlags: Array<[keyof typeof flags, keyof SidecarLimits]> = [
   ['abort-grace-ms', 'abortGraceMs'],
   ['drain-grace-ms', 'drainGraceMs'],
   ['max-queued-events', 'maxQueuedEvents'],
+];
+
+const brainLimitFlags: Array<[keyof typeof flags, keyof BrainLimits]> = [
+  ['brain-max-pages', 'maxPages'],
+  ['brain-max-page-bytes', 'maxPageBytes'],
+  ['brain-max-total-bytes', 'maxTotalBytes'],
 ];
 
 const readText = (flag: string, path: string) => {
@@ -161,6 +171,16 @@ export function parseSidecarArgs(argv: string[], env: NodeJS.ProcessEnv = proces
     throw new SidecarUsageError('--web-search-url and --web-search-key-file need --web-search-provider searxng|brave');
   }
   if (values.brain) config.brainDir = existingDir('brain', values.brain);
+  for (const [flag, key] of brainLimitFlags) {
+    const text = values[flag] as string | undefined;
+    if (text === undefined) continue;
+    if (!values.brain) throw new SidecarUsageError(`--${flag} needs --brain DIR`);
+    const value = Number(text);
+    if (!/^\d+$/.test(text) || !Number.isSafeInteger(value) || value <= 0) {
+      throw new SidecarUsageError(`--${flag}: expected a positive integer, got ${JSON.stringify(text)}`);
+    }
+    config.brainLimits = { ...config.brainLimits, [key]: value };
+  }
   if (values.skills) config.skillsDir = existingDir('skills', values.skills);
 
   let token: string | undefined;
@@ -193,7 +213,7 @@ export function parseSidecarArgs(argv: string[], env: NodeJS.ProcessEnv = proces
  */
 export async function runSidecarCli(
   argv: string[],
-  options: { createCatalogs: (config: SidecarConfig, options: { logger: Logger }) => Catalogs & { close?(): void } },
+  options: { createCatalogs: (config: SidecarConfig, options: { logger: Logger }) => Catalogs & { close?(): void | Promise<void> } },
 ): Promise<void> {
   let parsed: SidecarCliOptions;
   try {
@@ -240,7 +260,8 @@ export async function runSidecarCli(
     logger.info('draining', { signal });
     server.close().then(
       async () => {
-        catalogs.close?.();
+        // Closing the catalogs stops the Brain worker (it finishes the batch in hand).
+        await catalogs.close?.();
         await telemetry?.shutdown();
         process.exit(0);
       },

@@ -1,3 +1,5 @@
+import type { BrainLimits } from './categories/brain/brain-protocol.js';
+
 /**
  * The sidecar's configuration: what the CLI flags (or an embedding program) set. Categories read
  * the parts that concern them; a category whose part is absent offers no tools.
@@ -87,6 +89,8 @@ export interface SidecarConfig {
   webSearch?: WebSearchProfile;
   /** Folder of markdown pages for the Brain tools; Brain is absent when unset. */
   brainDir?: string;
+  /** The Brain's caps (page count, page size, total bytes); defaults where unset. */
+  brainLimits?: Partial<BrainLimits>;
   /** Folder of skills (each a folder with SKILL.md); no skills when unset. */
   skillsDir?: string;
   limits: SidecarLimits;

@@ -1,19 +1,16 @@
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
-import { ReflectionService } from '@grpc/reflection';
-import { HealthImplementation } from 'grpc-health-check';
 import { ToolRuntimeError, type Logger } from '../src/index.js';
 import type { Catalogs } from './categories/category.js';
 import type { SidecarConfig } from './config.js';
 import { createTokenInterceptor } from './grpc/auth-interceptor.js';
-import { toolSidecarServiceDefinition } from './grpc/encode-turn-response.js';
+import { createToolSidecarServiceDefinition } from './grpc/encode-turn-response.js';
+import { createSidecarHealth } from './grpc/health-service.js';
+import { addLazyReflection } from './grpc/lazy-reflection.js';
 import { boundAddress, isLoopbackAddress } from './grpc/listen-address.js';
 import { createSidecarService } from './grpc/sidecar-service.js';
 import type { SidecarTelemetry } from './telemetry/sidecar-telemetry.js';
 
 const SERVICE_NAME = 'toolruntime.v1.ToolSidecarService';
-const protoRoot = fileURLToPath(new URL('../proto/', import.meta.url));
 
 /** TLS material, PEM encoded. With `clientCa`, clients must present a certificate it signed. */
 export interface SidecarTls {
@@ -60,11 +57,11 @@ export function createSidecarServer(options: {
     interceptors: options.token ? [createTokenInterceptor(options.token)] : [],
   });
   const service = createSidecarService({ catalogs: options.catalogs, config, logger, ...(options.telemetry ? { telemetry: options.telemetry } : {}) });
-  server.addService(toolSidecarServiceDefinition, service.implementation);
-  const health = new HealthImplementation({ '': 'SERVING', [SERVICE_NAME]: 'SERVING' });
+  server.addService(createToolSidecarServiceDefinition({ maxMessageBytes: config.limits.maxMessageBytes }), service.implementation);
+  const health = createSidecarHealth({ '': 'SERVING', [SERVICE_NAME]: 'SERVING' });
   health.addToServer(server);
-  const packageDefinition = protoLoader.loadSync('toolruntime/v1/sidecar.proto', { includeDirs: [protoRoot] });
-  new ReflectionService(packageDefinition).addToServer(server);
+  // Loaded on the first reflection request: most sidecars never get one.
+  addLazyReflection(server, 'toolruntime/v1/sidecar.proto');
 
   const credentials = options.tls
     ? grpc.ServerCredentials.createSsl(options.tls.clientCa ?? null, [{ cert_chain: options.tls.cert, private_key: options.tls.key }], options.tls.clientCa !== undefined)

@@ -13,9 +13,9 @@ import { createWebTools } from './categories/web.js';
 import { createWorkflowTools } from './categories/workflow.js';
 import type { SidecarConfig } from './config.js';
 
-/** The catalogs, plus `close()` for the sidecar-lifetime state they hold (the Brain database). */
+/** The catalogs, plus `close()` for the sidecar-lifetime state they hold (the Brain index and its worker). */
 export interface SidecarCatalogs extends Catalogs {
-  close(): void;
+  close(): Promise<void>;
 }
 
 /**
@@ -28,13 +28,17 @@ export function createCatalogs(config: SidecarConfig, options: { logger?: Logger
   const logger = options.logger ?? createJsonLogger({ fields: { component: 'categories' } });
   const todoStore = createTodoStore({ dir: config.stateDir });
   const skills = createSkillsState(config, { logger });
-  let brainIndex: BrainIndex | undefined;
-  // Opened on the first turn that asks for Brain, so a sidecar without Brain turns never opens it.
-  const getBrainIndex = () => {
-    if (!config.brainDir) return undefined;
-    brainIndex ??= new BrainIndex({ brainDir: config.brainDir, databasePath: path.join(config.stateDir, 'brain', 'index.sqlite') });
-    return brainIndex;
-  };
+  // With --brain the index is built (or reused) in the background from start-up, in its own worker
+  // thread; without it, nothing of Brain (the SQLite binding included) is loaded.
+  let brainIndex: BrainIndex | undefined = config.brainDir
+    ? BrainIndex.start({
+        brainDir: config.brainDir,
+        databasePath: path.join(config.stateDir, 'brain', 'index.sqlite'),
+        limits: config.brainLimits,
+        logger,
+      })
+    : undefined;
+  const getBrainIndex = () => brainIndex;
   return {
     text: [
       (context) => createTodoTools(context, todoStore),
@@ -52,9 +56,10 @@ export function createCatalogs(config: SidecarConfig, options: { logger?: Logger
       (context) => createBrainTools(context, getBrainIndex),
       (context) => createSubmitResultTools(context, { logger }),
     ],
-    close() {
-      brainIndex?.close();
+    async close() {
+      const index = brainIndex;
       brainIndex = undefined;
+      await index?.close();
     },
   };
 }

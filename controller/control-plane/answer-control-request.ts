@@ -3,6 +3,7 @@ import type { ControlReply, ControlRequest } from '../../src/gen/toolruntime/v1/
 import { ControlPlaneError, isControlPlaneError } from './control-plane-error.js';
 import type { ControlPlaneStore } from './store/control-plane-store.js';
 import { workflowControlHandlers } from './workflows/workflow-control-handlers.js';
+import { scheduleJobControlHandlers, type ScheduleJobHooks } from './schedule-job-control-handlers.js';
 import { defaultWorkflowLimits, type WorkflowLimits } from './workflows/validate-workflow-definition.js';
 
 /** The workflow runner of this process, as the control handlers reach it. */
@@ -19,6 +20,7 @@ export interface WorkflowRunnerHook {
 /** What the handlers may call besides the store. Every member is optional. */
 export interface ControlHooks {
   workflowRunner?: WorkflowRunnerHook;
+  schedulesAndJobs?: ScheduleJobHooks;
 }
 
 /** What a handler gets besides its request. */
@@ -43,6 +45,7 @@ export type ControlHandlers = { [C in RequestCase['$case']]?: ControlHandler<C> 
 /** The dispatch table: each domain adds its handlers here, one line each. */
 const handlers: ControlHandlers = {
   ...workflowControlHandlers,
+  ...scheduleJobControlHandlers,
 };
 
 /** Options of `answerControlRequest`. */

@@ -1,4 +1,5 @@
-import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import type { ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
+import { loadOnFirstUse } from '../../src/load-on-first-use.js';
 import {
   convertToStrictJSONSchema,
   defineWorkerTool,
@@ -10,6 +11,44 @@ import {
   type WorkerAgentTool,
 } from '../../src/index.js';
 import type { CategoryContext } from './category.js';
+
+const loadAjv2020 = loadOnFirstUse<typeof import('ajv/dist/2020.js')>('ajv/dist/2020.js');
+
+/** How many compiled result schemas stay cached (a workflow's tasks and their retries share a few). */
+const COMPILED_SCHEMA_CACHE = 64;
+let sharedAjv: import('ajv/dist/2020.js').Ajv2020 | undefined;
+const compiledSchemas = new Map<string, { schema: JSONObject; validate: ValidateFunction }>();
+
+/**
+ * Compiles a wrapped result schema with one shared Ajv, cached by the schema's text: a new Ajv per
+ * task turn cost tens to hundreds of milliseconds on the turn's open. The least recently used entry
+ * is dropped from the cache and from Ajv beyond `COMPILED_SCHEMA_CACHE`, so a long-lived sidecar's
+ * memory stays bounded. Throws what Ajv throws for a schema it cannot compile.
+ */
+function compileResultSchema(schema: JSONObject): ValidateFunction {
+  const key = JSON.stringify(schema);
+  const cached = compiledSchemas.get(key);
+  if (cached) {
+    compiledSchemas.delete(key);
+    compiledSchemas.set(key, cached);
+    return cached.validate;
+  }
+  const ajv = (sharedAjv ??= new (loadAjv2020().Ajv2020)({ allErrors: true, strict: false }));
+  let validate: ValidateFunction;
+  try {
+    validate = ajv.compile(schema);
+  } catch (error) {
+    ajv.removeSchema(schema);
+    throw error;
+  }
+  compiledSchemas.set(key, { schema, validate });
+  if (compiledSchemas.size > COMPILED_SCHEMA_CACHE) {
+    const [oldestKey, oldest] = compiledSchemas.entries().next().value as [string, { schema: JSONObject }];
+    compiledSchemas.delete(oldestKey);
+    ajv.removeSchema(oldest.schema);
+  }
+  return validate;
+}
 
 /** What an accepted submission carries in its result's details. */
 export interface SubmittedResult {
@@ -65,7 +104,7 @@ export function createSubmitResultTools(context: CategoryContext, options: Submi
   const wrapped = wrapResultSchema(schema);
   let validate: ValidateFunction;
   try {
-    validate = new Ajv2020({ allErrors: true, strict: false }).compile(wrapped);
+    validate = compileResultSchema(wrapped);
   } catch (cause) {
     throw new ToolRuntimeError('invalid_request', `result_schema_json is not a usable JSON Schema: ${(cause as Error).message}`, { cause });
   }

@@ -3,10 +3,13 @@ import { defineWorkerTool, textResult, type WorkerAgentTool } from '../../src/in
 import type { CategoryContext } from './category.js';
 import { callControl } from './control/call-control.js';
 import { formatWorkflowRun } from './control/format-control.js';
-import { MAX_PROMPT_CHARS } from './schedule.js';
 
-/** Shape limits of a workflow definition; the controller checks the rest (cycles, schemas that compile, its own caps). */
-export const WORKFLOW_LIMITS = { maxTasks: 100, maxSchemaChars: 32_000, maxParallel: 64, maxAttempts: 10 } as const;
+/**
+ * Shape limits of a workflow definition, the controller's own (validate-workflow-definition.ts), so
+ * a refusal here never hides one the controller would explain better; it checks the rest (cycles,
+ * unknown dependencies, schemas that compile, running workflows per agent).
+ */
+export const WORKFLOW_LIMITS = { maxTasks: 500, maxPromptChars: 20_000, maxSchemaChars: 20_000, maxParallel: 32, maxAttempts: 10 } as const;
 
 const taskId = z
   .string()
@@ -15,7 +18,7 @@ const taskId = z
 
 const taskSchema = z.object({
   id: taskId,
-  prompt: z.string().min(1).max(MAX_PROMPT_CHARS).describe('What the task must do. It runs as an isolated turn with web tools only and sees the committed results of its dependencies.'),
+  prompt: z.string().min(1).max(WORKFLOW_LIMITS.maxPromptChars).describe('What the task must do. It runs as an isolated turn with web tools only and sees the committed results of its dependencies.'),
   result_schema: z
     .record(z.string(), z.unknown())
     .refine((schema) => JSON.stringify(schema).length <= WORKFLOW_LIMITS.maxSchemaChars, { message: `the result schema is over ${WORKFLOW_LIMITS.maxSchemaChars} characters of JSON` })

@@ -36,12 +36,12 @@ function countdown(count: number, callback: WriteCallback): WriteCallback {
  * (`call`, then `nextCall` through interceptors, to the call that holds `stream`); `undefined`
  * when the chain is not as expected, and callers then simply do without it.
  */
-export function findHttp2Stream(stream: object): { cork(): void; uncork(): void } | undefined {
+export function findHttp2Stream(stream: object): { cork(): void; uncork(): void; readonly writableEnded: boolean } | undefined {
   let current: unknown = (stream as { call?: unknown }).call;
   for (let depth = 0; depth < 8 && typeof current === 'object' && current !== null; depth++) {
     const inner = (current as { stream?: unknown }).stream;
     if (typeof inner === 'object' && inner !== null && typeof (inner as { cork?: unknown }).cork === 'function' && 'session' in inner) {
-      return inner as unknown as { cork(): void; uncork(): void };
+      return inner as unknown as { cork(): void; uncork(): void; readonly writableEnded: boolean };
     }
     current = (current as { nextCall?: unknown }).nextCall;
   }

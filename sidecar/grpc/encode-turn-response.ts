@@ -8,6 +8,8 @@ import {
   type ToolError,
   type ToolResult,
 } from '../../src/gen/toolruntime/v1/sidecar.js';
+import { capTurnResponse, minimalTurnResponse } from './cap-turn-response.js';
+import { decodeTurnRequest } from './decode-turn-request.js';
 
 const utf8Length = (text: string) => Buffer.byteLength(text, 'utf8');
 
@@ -160,8 +162,23 @@ export function encodeTurnResponse(message: TurnResponse): Buffer {
   return buffer;
 }
 
-/** The generated ToolSidecarService definition with `encodeTurnResponse` serialising Turn's responses. */
-export const toolSidecarServiceDefinition = {
-  ...ToolSidecarServiceService,
-  turn: { ...ToolSidecarServiceService.turn, responseSerialize: encodeTurnResponse },
-};
+/**
+ * The generated ToolSidecarService definition with `decodeTurnRequest` (which never throws)
+ * decoding Turn's requests and `encodeTurnResponse` serialising its responses, each response kept
+ * within `maxMessageBytes`: one that would pass it is cut (`capTurnResponse`) rather than sent, since
+ * grpc-js would end the whole stream with RESOURCE_EXHAUSTED and every other call would lose its
+ * result. The size check is one comparison on the hot path.
+ */
+export function createToolSidecarServiceDefinition(options: { maxMessageBytes: number }) {
+  const { maxMessageBytes } = options;
+  const serialize = (message: TurnResponse): Buffer => {
+    const encoded = encodeTurnResponse(message);
+    if (encoded.length <= maxMessageBytes) return encoded;
+    const capped = encodeTurnResponse(capTurnResponse(message, maxMessageBytes));
+    return capped.length <= maxMessageBytes ? capped : encodeTurnResponse(minimalTurnResponse(message, maxMessageBytes));
+  };
+  return {
+    ...ToolSidecarServiceService,
+    turn: { ...ToolSidecarServiceService.turn, requestDeserialize: decodeTurnRequest, responseSerialize: serialize },
+  };
+}

@@ -1,4 +1,4 @@
-import type { ServerDuplexStream, ServerUnaryCall, sendUnaryData } from '@grpc/grpc-js';
+import { status, type ServerDuplexStream, type ServerUnaryCall, type sendUnaryData } from '@grpc/grpc-js';
 import { collectToolSchemas, type Logger } from '../../src/index.js';
 import type {
   AssembleToolsRequest,
@@ -11,6 +11,7 @@ import { assembleToolSet, type Catalogs, type TurnContext } from '../categories/
 import type { SidecarConfig } from '../config.js';
 import { createClientRequests, type ControlChannel } from '../turn/client-requests.js';
 import { createTurnSession } from '../turn/turn-session.js';
+import { checkTurnContext } from './check-turn-request.js';
 import type { SidecarTelemetry } from '../telemetry/sidecar-telemetry.js';
 import { toGrpcStatus } from './grpc-status.js';
 import { toDomainTurnContext, toToolDefinition } from './proto-mapping.js';
@@ -62,6 +63,11 @@ export function createSidecarService(options: { catalogs: Catalogs; config: Side
 
   const implementation: ToolSidecarServiceServer = {
     assembleTools(call: ServerUnaryCall<AssembleToolsRequest, AssembleToolsResponse>, callback: sendUnaryData<AssembleToolsResponse>) {
+      const outOfBounds = checkTurnContext(call.request.context);
+      if (outOfBounds !== undefined) {
+        callback({ code: status.INVALID_ARGUMENT, details: `the turn's context is refused: ${outOfBounds}`, name: 'AssembleToolsError', message: outOfBounds });
+        return;
+      }
       const controller = new AbortController();
       call.on('cancelled', () => controller.abort());
       assemble(toDomainTurnContext(call.request.context), controller.signal, inspectionChannel).then(

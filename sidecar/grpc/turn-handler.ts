@@ -5,6 +5,8 @@ import { ClientReply, type ToolDefinition, type TurnRequest, type TurnResponse }
 import type { TurnContext } from '../categories/category.js';
 import type { TurnEventSource, TurnSession } from '../turn/turn-session.js';
 import { enableBatchedWrites, findHttp2Stream } from './batch-writes.js';
+import { checkTurnContext, checkTurnReply } from './check-turn-request.js';
+import { undecodableReason } from './decode-turn-request.js';
 import { toGrpcStatus } from './grpc-status.js';
 import { toCallRequest, toClientReplyPayload, toDomainTurnContext, toTurnResponse } from './proto-mapping.js';
 
@@ -85,7 +87,12 @@ export function handleTurn(
         current.cancel(request.request.value.callId, request.request.value.reason);
         return;
       case 'reply': {
-        const reply = request.request.value;
+        // Bounded first (approval reason cut). A reply over the other bounds goes on as it is: an
+        // oversized id matches no waiting request, and an oversized payload fails the request it
+        // answers at once (the session checks its size) rather than leave the call waiting.
+        const checked = checkTurnReply(request.request.value);
+        if (!checked.ok) logger.debug('a client reply is over its bounds', { reason: checked.reason });
+        const reply = checked.ok ? checked.reply : request.request.value;
         // Measured again from the decoded reply: grpc-js does not expose the frame's size here.
         current.reply(reply.requestId, toClientReplyPayload(reply), ClientReply.encode(reply).finish().length);
         return;
@@ -107,6 +114,12 @@ export function handleTurn(
         let event = events.take();
         while (event !== undefined) {
           if (phase === 'closed') break;
+          // grpc-js ended the http2 stream itself (a frame it could not decompress, the RPC's
+          // deadline) and waits to send its status: a write now would error the stream and lose it.
+          if (http2?.writableEnded) {
+            finish();
+            break;
+          }
           // Cork both grpc-js's stream and the http2 stream under it, so the batch reaches
           // nghttp2 as one write (activity_started and result of a quick call together).
           http2?.cork();
@@ -172,11 +185,15 @@ export function handleTurn(
 
   stream.on('data', (request: TurnRequest) => {
     if (phase === 'closed') return;
+    const undecodable = undecodableReason(request);
+    if (undecodable !== undefined) return fail(status.INVALID_ARGUMENT, undecodable);
     if (phase === 'awaiting-open') {
       if (request.request?.$case !== 'open') {
         fail(status.INVALID_ARGUMENT, `the first request of a Turn stream must be \`open\`, got ${request.request ? `\`${request.request.$case}\`` : 'an empty request'}`);
         return;
       }
+      const outOfBounds = checkTurnContext(request.request.value.context);
+      if (outOfBounds !== undefined) return fail(status.INVALID_ARGUMENT, `the turn's context is refused: ${outOfBounds}`);
       void open(request as TurnRequest & { request: { $case: 'open' } });
       return;
     }

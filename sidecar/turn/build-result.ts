@@ -1,9 +1,13 @@
 import { truncateMiddle, type AgentToolResult, type ContentPart } from '../../src/index.js';
 import type { CallErrorCode, CallResult } from './turn-event.js';
 
+/** The longest error message a result carries (it appears twice: in `error` and in `content`). */
+export const MAX_ERROR_MESSAGE_CHARS = 8_000;
+
 /**
  * An error result: the code and message, and the same message as a text part so a client can
- * forward `content` as the call's output in every case.
+ * forward `content` as the call's output in every case. A message over `MAX_ERROR_MESSAGE_CHARS`
+ * keeps its head and tail.
  */
 export function errorResult(options: {
   code: CallErrorCode;
@@ -12,12 +16,14 @@ export function errorResult(options: {
   repairs?: string[];
   durationMs?: number;
 }): CallResult {
+  // A tool's error text can be anything it threw: keep head and tail, never megabytes twice over.
+  const message = truncateMiddle(options.message, MAX_ERROR_MESSAGE_CHARS).text;
   return {
-    content: [{ type: 'text', text: `Error (${options.code}): ${options.message}` }],
+    content: [{ type: 'text', text: `Error (${options.code}): ${message}` }],
     detailsJson: '',
     completedLabel: options.label ?? '',
     terminateTurn: false,
-    error: { code: options.code, message: options.message },
+    error: { code: options.code, message },
     repairs: options.repairs ?? [],
     durationMs: options.durationMs ?? 0,
   };

@@ -38,6 +38,11 @@ export interface ClientRequests {
   reply(requestId: string, reply: ClientReplyPayload | undefined, sizeBytes: number): boolean;
   /** The call ended: forgets its count and fails whatever it still waits for. */
   callEnded(callId: string): void;
+  /**
+   * The client can no longer reply (it half-closed its side of the stream): fails every waiting
+   * request and every later one at once with `reason`, rather than let calls wait for their deadline.
+   */
+  close(reason: string): void;
   /** Requests waiting for a reply. */
   readonly pending: number;
 }
@@ -57,9 +62,11 @@ export function createClientRequests(options: { limits: ClientRequestLimits }): 
   let push: ((event: TurnEvent) => void) | undefined;
   let isRunning: (callId: string) => boolean = () => true;
   let nextId = 1;
+  let closedReason: string | undefined;
 
   const send = (callId: string, payload: ClientRequestPayload, signal: AbortSignal): Promise<ClientReplyPayload> => {
     if (signal.aborted) return Promise.reject(signal.reason);
+    if (closedReason !== undefined) return Promise.reject(new ToolRuntimeError('invalid_request', closedReason));
     if (!push || !isRunning(callId)) {
       return Promise.reject(new ToolRuntimeError('invalid_request', `call "${callId}" is not running in this turn, so it cannot ask the client anything`));
     }
@@ -139,10 +146,15 @@ export function createClientRequests(options: { limits: ClientRequestLimits }): 
       return true;
     },
     callEnded(callId) {
-      perCall.delete(callId);
+      // Every call passes here: nothing to allocate when the call never asked anything.
+      if (!perCall.delete(callId) || pending.size === 0) return;
       for (const waiting of [...pending.values()]) {
         if (waiting.callId === callId) waiting.reject(new ToolRuntimeError('aborted', 'the call ended before the client replied'));
       }
+    },
+    close(reason) {
+      closedReason = reason;
+      for (const waiting of [...pending.values()]) waiting.reject(new ToolRuntimeError('invalid_request', reason));
     },
     get pending() {
       return pending.size;

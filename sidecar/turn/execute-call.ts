@@ -117,11 +117,13 @@ class CallRun implements RunningCall {
       this.abort('timeout', `the call ran past its deadline of ${options.deadlineMs} ms`),
     );
     const run = this;
+    const deadlineAt = options.now() + options.deadlineMs;
     this.context = {
       get signal() {
         return run.signal();
       },
       callId: options.callId,
+      remainingMs: () => deadlineAt - options.now(),
       emit(event) {
         return run.emit(event);
       },
@@ -277,5 +279,5 @@ function abortedResult(reason: CallAbort | undefined, label: string, repairs: st
 function deniedMessage(toolName: string, label: string, reason: string): string {
   const what = label && label !== toolName ? `${toolName} (${label})` : toolName;
   const why = reason.trim() ? ` The reason given: ${reason.trim()}` : ' No reason was given.';
-  return `The user did not approve this call of ${what}, so it did not run and nothing was changed.${why} Do not retry the same call unchanged; change the approach, or ask the user what they want instead.`;
+  return `This call of ${what} was not approved, so it did not run and nothing was changed.${why} Do not retry the same call unchanged; change the approach, or ask the user what they want instead.`;
 }

@@ -7,6 +7,7 @@ import {
 } from '../../src/index.js';
 import type { ApprovalPolicy } from '../categories/category.js';
 import type { SidecarLimits } from '../config.js';
+import { boundCancelReason, checkCallRequest, quotePrefix } from './bound-request.js';
 import { errorResult, safeJsonStringify } from './build-result.js';
 import { createCallScheduler } from './call-scheduler.js';
 import { createClientRequests, type ClientRequests } from './client-requests.js';
@@ -19,10 +20,14 @@ import type { CallRequest, ClientReplyPayload, TurnEvent } from './turn-event.js
 export interface TurnSession {
   /**
    * Takes one call, in the order received. Never throws: every call gets exactly one `result`
-   * event (unknown tool, duplicate id, too many calls and bad arguments get one at once).
+   * event (unknown tool, duplicate id, too many calls and bad arguments get one at once). Fields
+   * over `REQUEST_LIMITS` (bound-request.ts) are refused first, quoting only a prefix.
    */
   call(request: CallRequest): void;
-  /** Aborts one call (its result comes with code `aborted`); an unknown or finished id is ignored. */
+  /**
+   * Aborts one call (its result comes with code `aborted`, the reason cut to 1,000 characters); an
+   * unknown or finished id is ignored.
+   */
   cancel(callId: string, reason?: string): void;
   /**
    * Routes the client's reply to a reverse request (control or approval) by its id; an unknown or
@@ -165,8 +170,13 @@ export function createTurnSession(options: {
     call(request) {
       const { callId } = request;
       if (inputEnded || aborted) return;
+      const refusal = checkCallRequest(request);
+      if (refusal) {
+        fail(callId, refusal.code, refusal.message);
+        return;
+      }
       if (seen.has(callId)) {
-        fail(callId, 'duplicate_call_id', `call_id "${callId}" was already used in this turn; every call needs its own id.`);
+        fail(callId, 'duplicate_call_id', `call_id ${quotePrefix(callId)} was already used in this turn; every call needs its own id.`);
         return;
       }
       seen.add(callId);
@@ -181,7 +191,7 @@ export function createTurnSession(options: {
       const tool = toolMap.get(toolKey(request.name, request.namespace || undefined));
       if (!tool) {
         const shown = request.namespace ? `${request.namespace}.${request.name}` : request.name;
-        fail(callId, 'unknown_tool', `there is no tool named "${shown}" in this turn; call one of the tools you were given.`);
+        fail(callId, 'unknown_tool', `there is no tool named ${quotePrefix(shown)} in this turn; call one of the tools you were given.`);
         return;
       }
       const validation = validate(tool, request.argumentsJson, { maxBytes: limits.maxArgumentsBytes });
@@ -228,11 +238,14 @@ export function createTurnSession(options: {
     reply(requestId, reply, sizeBytes) {
       if (!clientRequests.reply(requestId, reply, sizeBytes)) logger.debug('a client reply answered no waiting request', { ...options.logFields, requestId });
     },
-    cancel(callId, reason) {
+    cancel(callId, given) {
+      const reason = boundCancelReason(given);
       running.get(callId)?.abort('aborted', reason ? `the call was cancelled: ${reason}` : 'the call was cancelled');
     },
     endInput() {
       inputEnded = true;
+      // A half-closed client cannot send a reply: its calls' questions fail now, not at their deadline.
+      clientRequests.close('the client closed its side of the turn stream, so it can no longer answer');
       maybeEnd();
     },
     abort(reason) {

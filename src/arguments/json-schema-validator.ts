@@ -1,6 +1,11 @@
-import { Ajv, type ValidateFunction } from 'ajv';
-import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { Ajv, ValidateFunction } from 'ajv';
+import type { Ajv2020 } from 'ajv/dist/2020.js';
 import type { JSONObject } from '../json.js';
+import { loadOnFirstUse } from '../load-on-first-use.js';
+
+// ajv is loaded with the first raw schema: most turns only have zod schemas.
+const loadAjv = loadOnFirstUse<typeof import('ajv')>('ajv');
+const loadAjv2020 = loadOnFirstUse<typeof import('ajv/dist/2020.js')>('ajv/dist/2020.js');
 
 /** A compiled raw schema, or why it could not be compiled. */
 export type CompiledJsonSchema = { ok: true; validate: ValidateFunction } | { ok: false; message: string };
@@ -28,7 +33,7 @@ export function compileJsonSchema(schema: JSONObject): CompiledJsonSchema {
   const { $schema, ...rest } = schema;
   const legacy = typeof $schema === 'string' && /draft-0[4-7]/.test($schema);
   try {
-    const ajv = legacy ? (draft07 ??= new Ajv(options)) : (draft2020 ??= new Ajv2020(options));
+    const ajv = legacy ? (draft07 ??= new (loadAjv().Ajv)(options)) : (draft2020 ??= new (loadAjv2020().Ajv2020)(options));
     result = { ok: true, validate: compileIsolated(ajv, rest, legacy) };
   } catch (error) {
     result = { ok: false, message: `the tool's JSON Schema cannot be compiled: ${(error as Error).message}` };
@@ -43,7 +48,7 @@ function compileIsolated(ajv: AnyAjv, schema: JSONObject, legacy: boolean): Vali
   } catch (error) {
     // Two different schemas with the same `$id` cannot share one ajv instance: give this one its own.
     if (typeof schema.$id === 'string' && /already exists/.test((error as Error).message)) {
-      return (legacy ? new Ajv(options) : new Ajv2020(options)).compile(schema);
+      return (legacy ? new (loadAjv().Ajv)(options) : new (loadAjv2020().Ajv2020)(options)).compile(schema);
     }
     throw error;
   }

@@ -15,6 +15,12 @@ export interface ToolExecutionContext {
   /** The model's call id. */
   callId: string;
   /**
+   * Milliseconds left before the call's deadline, past which its result is `timeout` whatever the
+   * tool returns. A tool that waits for something it could report on instead (an index still being
+   * built) answers before it. Absent where no deadline applies (a tool called directly).
+   */
+  remainingMs?(): number;
+  /**
    * Sends a presentation event while the tool runs; delivered in order, before the result.
    *
    * The returned promise resolves when the turn's outgoing queue has room for more (at once,

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSidecar, type StartedSidecar } from '../fixtures/start-sidecar.js';
+import { requireSystemTools } from '../fixtures/system-tools.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const python = '/usr/bin/python3';
@@ -28,23 +29,22 @@ interface PythonSummary {
   }>;
 }
 
-describe('a Python client built from the proto alone', () => {
+const needs = requireSystemTools({
+  suite: 'the Python client test (test/integration/python-client.test.ts)',
+  tools: [
+    { name: 'protoc', executable: '/usr/bin/protoc' },
+    { name: 'grpc_python_plugin', executable: '/usr/bin/grpc_python_plugin' },
+    { name: "Python's grpc and protobuf modules", command: [python, '-c', 'import grpc, google.protobuf'] },
+  ],
+  aptPackages: ['protobuf-compiler', 'protobuf-compiler-grpc', 'python3-grpcio', 'python3-protobuf'],
+});
+
+describe('a Python client built from the proto alone', needs, () => {
   let scratch: string;
   let sidecar: StartedSidecar;
 
   beforeAll(async () => {
     scratch = mkdtempSync(join(tmpdir(), 'python-client-'));
-    const missing = ['/usr/bin/protoc', '/usr/bin/grpc_python_plugin'].filter((tool) => {
-      try {
-        execFileSync(tool, ['--version'], { stdio: 'ignore' });
-        return false;
-      } catch (error) {
-        return (error as NodeJS.ErrnoException).code === 'ENOENT';
-      }
-    });
-    if (missing.length > 0) {
-      throw new Error(`missing ${missing.join(', ')}: apt-get install protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-protobuf (.ci/run does)`);
-    }
     execFileSync('/usr/bin/protoc', [
       `--plugin=protoc-gen-grpc=/usr/bin/grpc_python_plugin`,
       `-I${join(root, 'proto')}`,

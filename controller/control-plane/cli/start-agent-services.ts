@@ -1,7 +1,7 @@
 import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { runtimePath } from '../../../src/runtime-path.js';
 import type { CliOptions } from '../../cli-options.js';
 import { EMBEDDED_MODEL_NAME, startEmbeddedModel } from '../../model/embedded-model.js';
 import { createOpenAIResponsesModel } from '../../model/openai-responses-model.js';
@@ -9,7 +9,7 @@ import type { ResponsesModel } from '../../model/responses-model.js';
 import { createSidecarClient, type SidecarClient } from '../../sidecar-client/create-sidecar-client.js';
 import { spawnSidecar } from '../../sidecar-client/spawn-sidecar.js';
 
-const sampleWorkspace = fileURLToPath(new URL('../../sample-workspace/', import.meta.url));
+const sampleWorkspace = runtimePath('controller/sample-workspace/');
 
 /** A sidecar client and a model, as `npm start`'s flags describe them. */
 export interface AgentServices {

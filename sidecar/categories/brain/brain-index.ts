@@ -1,9 +1,10 @@
-import { mkdirSync } from 'node:fs';
-import { readFile, readdir, stat } from 'node:fs/promises';
-import path from 'node:path';
-import Database from 'better-sqlite3';
-import { ToolRuntimeError } from '../../../src/index.js';
+import { existsSync } from 'node:fs';
+import type { Worker } from 'node:worker_threads';
+import type Database from 'better-sqlite3';
+import { silentLogger, ToolRuntimeError, type Logger } from '../../../src/index.js';
+import { brainSchemaVersion, defaultBrainLimits, type BrainFromWorker, type BrainLimits, type BrainStatus } from './brain-protocol.js';
 import { toFtsQuery } from './fts-query.js';
+import { startBrainWorker } from './start-brain-worker.js';
 
 /** One recall hit. */
 export interface BrainHit {
@@ -16,134 +17,273 @@ export interface BrainHit {
   score: number;
 }
 
-/** One page, whole. */
+/** One page, whole (or its first `maxPageBytes` when `truncated`). */
 export interface BrainPage {
   id: string;
   title: string;
   content: string;
+  /** The file's size in bytes. */
+  size: number;
+  truncated: boolean;
 }
+
+/** An answer, or the index's status when it had no index to answer from in time. */
+export type BrainAnswer<T> = { ready: true; value: T; status: BrainStatus } | { ready: false; status: BrainStatus };
 
 export interface BrainIndexOptions {
   /** The folder of markdown pages (searched recursively). */
   brainDir: string;
-  /** The SQLite database file; its folder is created. */
+  /** The SQLite database file, in the sidecar's state folder; its folder is created. */
   databasePath: string;
-  /** Skip the change scan when the last one is younger than this. Default 2,000 ms. */
-  refreshIntervalMs?: number;
-  /** Pages larger than this are indexed by their first bytes only. Default 1 MiB. */
-  maxPageBytes?: number;
-  /** At most this many pages are indexed. Default 20,000. */
-  maxPages?: number;
-  now?: () => number;
+  limits?: Partial<BrainLimits>;
+  logger?: Logger;
+  /** The safety-net full rescan period. Default 60,000 ms. */
+  reconcileIntervalMs?: number;
+  /** How long watcher events are gathered before they are applied. Default 50 ms. */
+  debounceMs?: number;
+  /** Milliseconds between progress lines while building. Default 1,000. */
+  progressIntervalMs?: number;
+  /**
+   * The upkeep thread's nice value where the platform has per-thread priorities (Linux). Default
+   * 10: when the machine is busy, the thread serving calls gets the CPU before the index's upkeep.
+   */
+  niceness?: number;
 }
 
-const titleOf = (id: string, content: string) =>
-  /^title:\s*(.+)$/m.exec(content.startsWith('---') ? content.slice(0, content.indexOf('\n---', 3) + 1) : '')?.[1]?.trim() ||
-  /^#\s+(.+)$/m.exec(content)?.[1]?.trim() ||
-  path.basename(id, path.extname(id));
+/** How a read waits for the first build. */
+export interface BrainReadOptions {
+  signal: AbortSignal;
+  /** Longest wait for the initial build when no index exists yet (0: answer at once). */
+  waitMs: number;
+}
+
+const emptyStatus: BrainStatus = {
+  phase: 'building',
+  pagesFound: 0,
+  pagesIndexed: 0,
+  bytesIndexed: 0,
+  skippedByPageCap: 0,
+  skippedByTotalCap: 0,
+  truncatedPages: 0,
+  generation: 0,
+};
 
 /**
- * The Brain's full-text index: markdown pages under `brainDir`, in SQLite FTS5 (better-sqlite3),
- * ranked by bm25 with snippets. Before a query it rescans the folder (mtime and size only, at most
- * once per `refreshIntervalMs`) and re-indexes pages that were added or changed and drops deleted
- * ones. Lives as long as the sidecar; `close()` closes the database.
+ * The Brain's full-text index, as the sidecar's main thread sees it. `start` launches the upkeep
+ * worker thread at once (it builds or reuses the index in the state folder, watches the folder and
+ * reconciles periodically; see BrainUpkeep) and opens a read-only connection once the database
+ * exists. Reads never scan: they query SQLite (FTS5 MATCH ranked by bm25, or the page by its
+ * unique path) and return. Only while no index exists yet does a read wait, up to `waitMs`, for the
+ * initial build; past that it answers with the status instead. Lives as long as the sidecar;
+ * `close()` stops the worker and closes the database.
  */
 export class BrainIndex {
-  private readonly db: Database.Database;
-  private lastRefresh = Number.NEGATIVE_INFINITY;
-  private refreshing: Promise<void> | undefined;
+  private current: BrainStatus = { ...emptyStatus };
+  private db: Database.Database | undefined;
+  private searchStatement: Database.Statement | undefined;
+  private pageStatement: Database.Statement | undefined;
+  private readonly waiters = new Set<() => void>();
+  private readonly worker: Worker;
+  private readonly logger: Logger;
+  private readonly exited: Promise<void>;
+  private closing: Promise<void> | undefined;
+  /** The caps in force. */
+  readonly limits: BrainLimits;
 
-  constructor(private readonly options: BrainIndexOptions) {
-    mkdirSync(path.dirname(options.databasePath), { recursive: true });
-    this.db = new Database(options.databasePath);
-    this.db.pragma('journal_mode = WAL');
-    this.db.exec(`
-      CREATE TABLE IF NOT EXISTS pages (id TEXT PRIMARY KEY, mtime_ms REAL NOT NULL, size INTEGER NOT NULL);
-      CREATE VIRTUAL TABLE IF NOT EXISTS pages_fts USING fts5(id UNINDEXED, title, content, tokenize = 'porter unicode61');
-    `);
-  }
-
-  /** Rescans the folder when the last scan is older than the interval; shares a scan in flight. */
-  async refresh(signal: AbortSignal): Promise<void> {
-    const now = (this.options.now ?? Date.now)();
-    if (now - this.lastRefresh < (this.options.refreshIntervalMs ?? 2_000)) return this.refreshing;
-    this.lastRefresh = now;
-    this.refreshing = this.scan(signal).finally(() => {
-      this.refreshing = undefined;
+  private constructor(private readonly options: BrainIndexOptions) {
+    this.logger = options.logger ?? silentLogger;
+    this.limits = { ...defaultBrainLimits, ...options.limits };
+    this.worker = startBrainWorker({
+      brainDir: options.brainDir,
+      databasePath: options.databasePath,
+      limits: this.limits,
+      reconcileIntervalMs: options.reconcileIntervalMs ?? 60_000,
+      debounceMs: options.debounceMs ?? 50,
+      progressIntervalMs: options.progressIntervalMs ?? 1_000,
+      niceness: options.niceness ?? 10,
     });
-    return this.refreshing;
+    this.worker.on('message', (message: BrainFromWorker) => this.receive(message));
+    this.worker.on('error', (error) => {
+      this.logger.error('brain index worker failed', { component: 'brain', error: error.message });
+      if (this.current.phase !== 'ready') this.update({ ...this.current, phase: 'failed', error: error.message });
+    });
+    this.exited = new Promise((resolve) => this.worker.once('exit', () => resolve()));
+    // An index kept from an earlier run answers at once, before the worker has even started.
+    if (existsSync(options.databasePath)) void this.openReader(true);
   }
 
-  private async scan(signal: AbortSignal): Promise<void> {
-    const root = this.options.brainDir;
-    const maxPages = this.options.maxPages ?? 20_000;
-    const found = new Map<string, { mtimeMs: number; size: number }>();
-    const folders = [''];
-    while (folders.length > 0 && found.size < maxPages) {
-      if (signal.aborted) throw new ToolRuntimeError('aborted', 'the Brain scan was aborted');
-      const folder = folders.pop()!;
-      const entries = await readdir(path.join(root, folder), { withFileTypes: true }).catch(() => []);
-      for (const entry of entries) {
-        if (entry.name.startsWith('.') || entry.name === 'node_modules') continue;
-        const id = folder === '' ? entry.name : `${folder}/${entry.name}`;
-        if (entry.isDirectory()) folders.push(id);
-        else if (entry.isFile() && /\.(md|markdown)$/i.test(entry.name)) {
-          const info = await stat(path.join(root, id)).catch(() => undefined);
-          if (info) found.set(id, { mtimeMs: info.mtimeMs, size: info.size });
-        }
-      }
-    }
-    const known = new Map(
-      (this.db.prepare('SELECT id, mtime_ms, size FROM pages').all() as Array<{ id: string; mtime_ms: number; size: number }>).map((row) => [row.id, row]),
-    );
-    const changed: Array<{ id: string; mtimeMs: number; size: number; content: string }> = [];
-    for (const [id, info] of found) {
-      const old = known.get(id);
-      if (old && old.mtime_ms === info.mtimeMs && old.size === info.size) continue;
-      const bytes = await readFile(path.join(root, id)).catch(() => undefined);
-      if (bytes) changed.push({ id, ...info, content: bytes.subarray(0, this.options.maxPageBytes ?? 1024 * 1024).toString('utf8') });
-    }
-    const removed = [...known.keys()].filter((id) => !found.has(id));
-    if (changed.length === 0 && removed.length === 0) return;
-    const remove = this.db.prepare('DELETE FROM pages_fts WHERE id = ?');
-    const removePage = this.db.prepare('DELETE FROM pages WHERE id = ?');
-    const insert = this.db.prepare('INSERT INTO pages_fts (id, title, content) VALUES (?, ?, ?)');
-    const upsert = this.db.prepare('INSERT OR REPLACE INTO pages (id, mtime_ms, size) VALUES (?, ?, ?)');
-    this.db.transaction(() => {
-      for (const id of removed) {
-        remove.run(id);
-        removePage.run(id);
-      }
-      for (const page of changed) {
-        remove.run(page.id);
-        insert.run(page.id, titleOf(page.id, page.content), page.content);
-        upsert.run(page.id, page.mtimeMs, page.size);
-      }
-    })();
+  /**
+   * Starts the index for `brainDir` in the background and returns at once.
+   * Does not throw for a bad folder or database: the failure is logged and reads report it.
+   */
+  static start(options: BrainIndexOptions): BrainIndex {
+    return new BrainIndex(options);
   }
 
-  /** Ranks pages for free-text `query` (made safe for MATCH). Refreshes first. */
-  async search(query: string, limit: number, signal: AbortSignal): Promise<BrainHit[]> {
+  /** Where the index stands (a copy). */
+  get status(): BrainStatus {
+    return { ...this.current };
+  }
+
+  /**
+   * Ranks pages for free-text `query` (made safe for MATCH).
+   * @throws ToolRuntimeError `invalid_arguments` for a query without words; `tool_failed` when the
+   *   index failed or is closed; the signal's reason (`aborted`) when aborted while waiting.
+   */
+  async search(query: string, limit: number, options: BrainReadOptions): Promise<BrainAnswer<BrainHit[]>> {
     const match = toFtsQuery(query);
-    await this.refresh(signal);
-    const rows = this.db
-      .prepare(
-        `SELECT id, title, snippet(pages_fts, 2, '[', ']', '…', 24) AS snippet, bm25(pages_fts, 0.0, 5.0, 1.0) AS score
-         FROM pages_fts WHERE pages_fts MATCH ? ORDER BY score LIMIT ?`,
-      )
-      .all(match, limit) as BrainHit[];
-    return rows;
+    if (!(await this.whenReady(options))) return { ready: false, status: this.status };
+    const hits = this.searchStatement!.all(match, limit) as BrainHit[];
+    return { ready: true, value: hits, status: this.status };
   }
 
-  /** One page by id (its relative path). Refreshes first. @throws ToolRuntimeError `tool_failed` for an unknown id. */
-  async getPage(id: string, signal: AbortSignal): Promise<BrainPage> {
-    await this.refresh(signal);
-    const row = this.db.prepare('SELECT id, title, content FROM pages_fts WHERE id = ?').get(id) as BrainPage | undefined;
-    if (!row) throw new ToolRuntimeError('tool_failed', `no Brain page has the id ${JSON.stringify(id)}; ids are the paths recall returns`);
-    return row;
+  /**
+   * One page by id (its relative path): one indexed read. A page already indexed is returned even
+   * while the first build runs.
+   * @throws ToolRuntimeError `tool_failed` for an unknown id (once the index is built), a failed or
+   *   closed index; the signal's reason when aborted while waiting.
+   */
+  async getPage(id: string, options: BrainReadOptions): Promise<BrainAnswer<BrainPage>> {
+    const read = () => {
+      const row = this.pageStatement?.get(id) as (Omit<BrainPage, 'truncated'> & { truncated: number }) | undefined;
+      return row ? { ...row, truncated: row.truncated === 1 } : undefined;
+    };
+    const early = this.current.phase === 'ready' ? undefined : read();
+    if (early) return { ready: true, value: early, status: this.status };
+    if (!(await this.whenReady(options))) return { ready: false, status: this.status };
+    const page = read();
+    if (!page) throw new ToolRuntimeError('tool_failed', `no Brain page has the id ${JSON.stringify(id)}; ids are the paths recall returns`);
+    return { ready: true, value: page, status: this.status };
   }
 
-  close(): void {
-    this.db.close();
+  /** Asks the worker for a full rescan now (the periodic one runs anyway). */
+  reconcile(): void {
+    if (!this.closing) this.worker.postMessage({ type: 'reconcile' });
   }
+
+  /**
+   * Stops the worker (it finishes the batch in hand and closes its database; terminated after
+   * `timeoutMs`) and closes the read connection. Idempotent.
+   */
+  close(timeoutMs = 5_000): Promise<void> {
+    this.closing ??= (async () => {
+      this.db?.close();
+      this.db = undefined;
+      this.wake();
+      this.worker.postMessage({ type: 'close' });
+      const timer = setTimeout(() => void this.worker.terminate(), timeoutMs);
+      await this.exited;
+      clearTimeout(timer);
+    })();
+    return this.closing;
+  }
+
+  /** True once reads can be answered; false when `waitMs` passed first. */
+  private async whenReady(options: BrainReadOptions): Promise<boolean> {
+    const { signal, waitMs } = options;
+    const check = () => {
+      if (this.closing) throw new ToolRuntimeError('tool_failed', 'the Brain index is closed (the sidecar is stopping)');
+      if (this.current.phase === 'failed') throw new ToolRuntimeError('tool_failed', `the Brain index failed: ${this.current.error ?? 'unknown error'}`);
+      return this.current.phase === 'ready' && this.db !== undefined;
+    };
+    if (check()) return true;
+    if (waitMs <= 0) return false;
+    signal.throwIfAborted();
+    return new Promise<boolean>((resolve, reject) => {
+      const done = (outcome: () => boolean) => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        this.waiters.delete(onChange);
+        try {
+          resolve(outcome());
+        } catch (error) {
+          reject(error);
+        }
+      };
+      const onChange = () => {
+        try {
+          if (check()) done(() => true);
+        } catch (error) {
+          done(() => {
+            throw error;
+          });
+        }
+      };
+      const onAbort = () =>
+        done(() => {
+          throw signal.reason instanceof Error ? signal.reason : new ToolRuntimeError('aborted', 'the Brain read was aborted');
+        });
+      const timer = setTimeout(() => done(() => false), waitMs);
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.waiters.add(onChange);
+    });
+  }
+
+  private receive(message: BrainFromWorker): void {
+    if (message.type === 'status') this.update(message.status);
+    else if (message.type === 'log') this.logger[message.level](message.message, { component: 'brain', ...message.fields });
+    else if (message.type === 'opened') void this.openReader();
+  }
+
+  /**
+   * Opens the read connection: once the worker says the database is ready (`kept` false), or at
+   * start on a database kept from an earlier run (`kept`), which is used only when it is a complete
+   * index of this layout and folder; otherwise the worker's `opened` comes later.
+   */
+  private async openReader(kept = false): Promise<void> {
+    try {
+      // Loaded here, not at the top: a sidecar without Brain never loads the SQLite binding.
+      const { default: Sqlite } = await import('better-sqlite3');
+      if (this.closing || this.db) return;
+      // A WAL reader is not blocked by the writer; the short busy timeout bounds the rare exception
+      // (recovery after a crash) instead of better-sqlite3's 5 s default on the calls' thread.
+      const db = new Sqlite(this.options.databasePath, { readonly: true, fileMustExist: true, timeout: 200 });
+      if (kept) {
+        const usable = keptIndexPages(db, this.options.brainDir);
+        if (usable === undefined) {
+          db.close();
+          return;
+        }
+        if (this.current.generation === 0) this.current = { ...this.current, phase: 'ready', pagesFound: usable, pagesIndexed: usable };
+      }
+      // ORDER BY rank lets FTS5 sort by bm25 (title weighs 5, text 1) itself and compute snippets
+      // for the rows returned only; ordering by a bm25() column made a snippet for every match.
+      this.searchStatement = db.prepare(
+        `SELECT p.path AS id, p.title AS title, hit.snippet AS snippet, hit.score AS score
+         FROM (SELECT rowid, snippet(pages_fts, 1, '[', ']', '…', 24) AS snippet, rank AS score FROM pages_fts
+               WHERE pages_fts MATCH ? AND rank MATCH 'bm25(5.0, 1.0)' ORDER BY rank LIMIT ?) AS hit
+         JOIN pages AS p ON p.id = hit.rowid ORDER BY hit.score`,
+      );
+      this.pageStatement = db.prepare('SELECT path AS id, title, content, size, truncated FROM pages WHERE path = ?');
+      this.db = db;
+      this.wake();
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      if (kept) {
+        // Whatever is wrong with the kept file, the worker rebuilds it and says so.
+        this.logger.debug('kept brain index not usable at start', { component: 'brain', error: message });
+        return;
+      }
+      this.logger.error('brain index could not be read', { component: 'brain', error: message });
+      this.update({ ...this.current, phase: 'failed', error: message });
+    }
+  }
+
+  private update(status: BrainStatus): void {
+    this.current = status;
+    this.wake();
+  }
+
+  private wake(): void {
+    for (const waiter of [...this.waiters]) waiter();
+  }
+}
+
+/** The page count of a complete index of this layout for `brainDir`, or undefined. */
+function keptIndexPages(db: Database.Database, brainDir: string): number | undefined {
+  const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").get() !== undefined;
+  if (!hasMeta) return undefined;
+  const meta = new Map((db.prepare('SELECT key, value FROM meta').all() as Array<{ key: string; value: string }>).map((row) => [row.key, row.value]));
+  if (meta.get('schema') !== brainSchemaVersion || meta.get('brain_dir') !== brainDir || meta.get('complete') !== '1') return undefined;
+  return (db.prepare('SELECT count(*) AS n FROM pages').get() as { n: number }).n;
 }

@@ -58,7 +58,7 @@ const listSchema = z.object({
  */
 export function createFileTools(options: { config: SidecarConfig }): WorkerAgentTool[] {
   const { config } = options;
-  const resolve = (given: string) => resolveWorkspacePath(config.workspace, given);
+  const resolve = (given: string, signal: AbortSignal) => resolveWorkspacePath(config.workspace, given, { signal });
 
   const readTool = defineWorkerTool({
     name: 'read_file',
@@ -72,7 +72,7 @@ export function createFileTools(options: { config: SidecarConfig }): WorkerAgent
       return lines === undefined ? `Read ${params.path}` : `Read ${params.path} (${lines} lines)`;
     },
     async execute(params, context) {
-      const target = await resolve(params.path);
+      const target = await resolve(params.path, context.signal);
       const text = await readText(target.absolute, target.relative);
       if (context.signal.aborted) throw new ToolRuntimeError('aborted', 'read_file was aborted');
       const lines = text.split('\n');
@@ -98,12 +98,12 @@ export function createFileTools(options: { config: SidecarConfig }): WorkerAgent
     describeActivity: (params) => `Writing ${params.path}`,
     describeCompletedActivity: (params) => `Wrote ${params.path} (${countLines(params.content)} lines)`,
     async execute(params, context) {
-      const target = await resolve(params.path);
+      const target = await resolve(params.path, context.signal);
       const existing = await stat(target.absolute).catch(() => undefined);
       if (existing?.isDirectory()) throw fail(`${target.relative} is a directory`);
       await mkdir(path.dirname(target.absolute), { recursive: true });
       // The folders just made could in theory be raced into a symlink: check again before writing.
-      const checked = await resolve(params.path);
+      const checked = await resolve(params.path, context.signal);
       await writeFile(checked.absolute, params.content, { signal: context.signal });
       const bytes = Buffer.byteLength(params.content);
       return textResult(`${existing ? 'Overwrote' : 'Created'} ${checked.relative}: ${bytes} bytes, ${countLines(params.content)} lines`, {
@@ -125,7 +125,7 @@ export function createFileTools(options: { config: SidecarConfig }): WorkerAgent
       return `Edited ${params.path}${count ? ` (${count} replacement${count === 1 ? '' : 's'})` : ''}`;
     },
     async execute(params, context) {
-      const target = await resolve(params.path);
+      const target = await resolve(params.path, context.signal);
       const before = await readText(target.absolute, target.relative);
       if (params.old_string === params.new_string) throw new ToolRuntimeError('invalid_arguments', 'old_string and new_string are the same: nothing to change');
       const parts = before.split(params.old_string);
@@ -158,8 +158,8 @@ export function createFileTools(options: { config: SidecarConfig }): WorkerAgent
       const scanned = picomatch.scan(params.pattern);
       const base = scanned.isGlob ? scanned.base : path.posix.dirname(params.pattern);
       // The walk starts at the glob's static base: it must not lead out through a symlink.
-      const root = await resolve('.');
-      if (base !== '' && base !== '.') await resolve(base);
+      const root = await resolve('.', context.signal);
+      if (base !== '' && base !== '.') await resolve(base, context.signal);
       const listing = await listWorkspaceFiles({ root: root.absolute, pattern: params.pattern, signal: context.signal });
       const text =
         listing.files.length === 0

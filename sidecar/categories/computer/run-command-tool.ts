@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { defineWorkerTool, textResult, ToolRuntimeError, truncateMiddle, type WorkerAgentTool } from '../../../src/index.js';
 import type { SidecarConfig } from '../../config.js';
 import { commandEnv } from './command-env.js';
+import { instanceEnv } from './leftover-commands.js';
 import { runProcess } from './run-process.js';
 import { resolveWorkspacePath } from './workspace-path.js';
 
@@ -59,7 +60,7 @@ export function createRunCommandTool(options: { config: SidecarConfig; killGrace
       return `Ran \`${short(params.command)}\` (${status}, ${(details.durationMs / 1000).toFixed(1)} s)`;
     },
     async execute(params, context) {
-      const cwd = params.cwd === undefined ? (await resolveWorkspacePath(config.workspace, '.')).absolute : (await resolveWorkspacePath(config.workspace, params.cwd)).absolute;
+      const cwd = params.cwd === undefined ? (await resolveWorkspacePath(config.workspace, '.', { signal: context.signal })).absolute : (await resolveWorkspacePath(config.workspace, params.cwd, { signal: context.signal })).absolute;
       const cwdStat = await stat(cwd).catch(() => undefined);
       if (!cwdStat?.isDirectory()) throw new ToolRuntimeError('invalid_arguments', `cwd ${JSON.stringify(params.cwd)} is not a directory in the workspace`);
       const timeoutMs = params.timeout_ms ?? DEFAULT_COMMAND_TIMEOUT_MS;
@@ -67,7 +68,7 @@ export function createRunCommandTool(options: { config: SidecarConfig; killGrace
       const outcome = await runProcess({
         command: params.command,
         cwd,
-        env: commandEnv({ allowList: config.commandEnvAllowList, extra: config.commandEnv }),
+        env: { ...commandEnv({ allowList: config.commandEnvAllowList, extra: config.commandEnv }), ...instanceEnv() },
         signal: AbortSignal.any([context.signal, timeout]),
         killGraceMs: options.killGraceMs,
         maxOutputChars: config.limits.maxResultTextChars,

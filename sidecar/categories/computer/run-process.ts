@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { StringDecoder } from 'node:string_decoder';
 import { HeadTailBuffer } from './head-tail-buffer.js';
+import { sharedProcessGroupReaper, type ProcessGroupReaper } from './process-group-reaper.js';
 
 /** How a process ended. */
 export interface ProcessOutcome {
@@ -32,6 +33,8 @@ export interface RunProcessOptions {
   flushIntervalMs?: number;
   /** Output characters handed to `onOutput` at most; the rest is only counted. Default 1,000,000. */
   maxStreamedChars?: number;
+  /** Ties the command's group to the sidecar's life. Default: the process's shared reaper. */
+  reaper?: ProcessGroupReaper;
 }
 
 function killGroup(pid: number, signal: NodeJS.Signals): void {
@@ -47,7 +50,9 @@ function killGroup(pid: number, signal: NodeJS.Signals): void {
  * kept head and tail (memory bounded) and streamed, coalesced, to `onOutput`. When `signal` fires,
  * the whole group (grandchildren too) gets SIGTERM, and SIGKILL after the grace period if anything
  * in it is still alive; the promise settles once the shell has exited. Background processes that
- * keep the output pipes open after the shell exits are killed after a short wait.
+ * keep the output pipes open after the shell exits are killed after a short wait. The group is
+ * tracked by a reaper (a supervisor outside the sidecar's process group), so it dies with the
+ * sidecar even when the sidecar is SIGKILLed and no abort handler runs.
  * Never rejects for the command's own failure: a non-zero exit is an outcome.
  */
 export function runProcess(options: RunProcessOptions): Promise<ProcessOutcome> {
@@ -78,6 +83,8 @@ export function runProcess(options: RunProcessOptions): Promise<ProcessOutcome> 
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const pid = child.pid;
+    const reaper = options.reaper ?? sharedProcessGroupReaper();
+    if (pid !== undefined) reaper.track(pid);
     let killed = false;
     let killTimer: NodeJS.Timeout | undefined;
     let lingerTimer: NodeJS.Timeout | undefined;
@@ -100,6 +107,7 @@ export function runProcess(options: RunProcessOptions): Promise<ProcessOutcome> 
       flush();
       // A group member that ignored SIGTERM must not outlive the call.
       if (killed && pid !== undefined) killGroup(pid, 'SIGKILL');
+      if (pid !== undefined) reaper.release(pid);
       resolve({
         exitCode: exit.code,
         signal: exit.signal,
@@ -132,6 +140,7 @@ export function runProcess(options: RunProcessOptions): Promise<ProcessOutcome> 
     }
 
     child.on('error', (error) => {
+      if (pid !== undefined) reaper.release(pid);
       options.signal.removeEventListener('abort', onAbort);
       clearTimeout(flushTimer);
       reject(error);

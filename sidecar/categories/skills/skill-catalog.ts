@@ -1,6 +1,9 @@
 import { readFile, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { parse as parseYaml } from 'yaml';
+import { loadOnFirstUse } from '../../../src/load-on-first-use.js';
+
+// yaml is loaded with the first SKILL.md: a sidecar without --skills never needs it.
+const loadYaml = loadOnFirstUse<typeof import('yaml')>('yaml');
 
 /** An MCP server a skill declares: a stdio command or an HTTP URL. */
 export type SkillMcpServer = { command: string; args: string[]; env: Record<string, string> } | { url: string };
@@ -31,7 +34,7 @@ const isRelativePath = (value: string) => value.startsWith('./') || value.starts
 export function parseSkillFile(text: string, folder: string): Skill {
   const match = /^---\r?\n([\s\S]*?)\r?\n---\r?\n?([\s\S]*)$/.exec(text);
   if (!match) throw new Error('SKILL.md must start with YAML front matter between --- lines');
-  const meta = parseYaml(match[1]!) as Record<string, unknown> | null;
+  const meta = loadYaml().parse(match[1]!) as Record<string, unknown> | null;
   if (!meta || typeof meta !== 'object') throw new Error('the front matter must be a YAML mapping');
   const name = typeof meta.name === 'string' && meta.name.trim() ? meta.name.trim() : path.basename(folder);
   const description = typeof meta.description === 'string' ? meta.description.trim() : '';

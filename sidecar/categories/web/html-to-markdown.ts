@@ -1,8 +1,17 @@
-import TurndownService from 'turndown';
+import type TurndownService from 'turndown';
+import { loadOnFirstUse } from '../../../src/load-on-first-use.js';
 
-const turndown = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-' });
-// Noise a reader does not want: scripts, styles, navigation, forms, embedded media.
-turndown.remove(['script', 'style', 'noscript', 'nav', 'header', 'footer', 'aside', 'form', 'iframe', 'svg', 'canvas', 'template', 'head', 'title', 'button', 'select'] as never);
+// turndown (and the DOM it parses with) is loaded with the first HTML page, not at start-up.
+const loadTurndown = loadOnFirstUse<typeof TurndownService>('turndown');
+let turndown: TurndownService | undefined;
+
+function getTurndown(): TurndownService {
+  if (turndown) return turndown;
+  turndown = new (loadTurndown())({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-' });
+  // Noise a reader does not want: scripts, styles, navigation, forms, embedded media.
+  turndown.remove(['script', 'style', 'noscript', 'nav', 'header', 'footer', 'aside', 'form', 'iframe', 'svg', 'canvas', 'template', 'head', 'title', 'button', 'select'] as never);
+  return turndown;
+}
 
 const entities: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' };
 
@@ -28,7 +37,7 @@ export function htmlToMarkdown(html: string): MarkdownPage {
   const titleMatch = /<title[^>]*>([\s\S]*?)<\/title>/i.exec(html);
   const title = titleMatch ? decodeEntities(titleMatch[1]!.replace(/\s+/g, ' ').trim()) : '';
   const body = /<body[^>]*>([\s\S]*)<\/body>/i.exec(html)?.[1] ?? html;
-  const markdown = turndown
+  const markdown = getTurndown()
     .turndown(body)
     .replace(/\n{3,}/g, '\n\n')
     .trim();

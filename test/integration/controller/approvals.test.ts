@@ -147,6 +147,32 @@ describe('approvals against the real sidecar', () => {
     await turn.close();
   });
 
+  it('the stream ending while a call waits aborts the call, withdraws the question, and runs nothing', async () => {
+    const manual = manualApprover();
+    const turn = await realClient.openTurn({ agentId: 'agent-a', turnId: `t${++turns}`, approvalPolicy: { mode: 'destructive' } }, { signal: signal(), approve: manual.approve });
+    const handle = turn.call(write('w1', 'stream-ended.txt'));
+    await until(() => manual.requests.length === 1);
+    turn.abort();
+    expect((await handle.result).error?.code).toBe('aborted');
+    await until(() => manual.withdrawn.includes('w1'));
+    // The sidecar aborted its side too: a later approval could not make the tool run.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(existsSync(join(workspace, 'stream-ended.txt'))).toBe(false);
+  });
+
+  it('a client that half-closes while a call waits cannot answer any more: the call is denied at once, not at its deadline', async () => {
+    const manual = manualApprover();
+    const turn = await realClient.openTurn({ agentId: 'agent-a', turnId: `t${++turns}`, approvalPolicy: { mode: 'destructive' } }, { signal: signal(), approve: manual.approve });
+    const handle = turn.call(write('w1', 'half-closed.txt'));
+    await until(() => manual.requests.length === 1);
+    await turn.close({ timeoutMs: 15_000 });
+    const result = await handle.result;
+    expect(result.error?.code).toBe('denied');
+    expect(result.error?.message).toContain('closed its side of the turn stream');
+    expect(turn.failure).toBeUndefined();
+    expect(existsSync(join(workspace, 'half-closed.txt'))).toBe(false);
+  });
+
   it('the sequential rule still holds: a destructive sequential call waiting for approval holds back the calls after it', async () => {
     const manual = manualApprover();
     const turn = await realClient.openTurn({ agentId: 'agent-a', turnId: `t${++turns}`, approvalPolicy: { mode: 'destructive' } }, { signal: signal(), approve: manual.approve });

@@ -13,7 +13,7 @@ import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const require = createRequire(import.meta.url);
 const reflectionProtoRoot = join(dirname(require.resolve('@grpc/reflection/package.json')), 'build', 'proto');
-const healthProto = join(dirname(require.resolve('grpc-health-check/package.json')), 'proto', 'health', 'v1', 'health.proto');
+const healthProto = join(root, 'proto', 'grpc', 'health', 'v1', 'health.proto');
 
 type AnyClient = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
 const loaderOptions = { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true } as const;

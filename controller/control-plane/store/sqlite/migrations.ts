@@ -3,6 +3,9 @@
  * released: a change is a new entry at the end, with the next version. `openSqliteStore` applies the
  * ones newer than the database's `user_version`, each in its own transaction.
  */
+import { approvalMigration } from './sqlite-approval-store.js';
+import { scheduleJobMigration } from './schedule-job-migrations.js';
+
 export interface SqliteMigration {
   version: number;
   name: string;
@@ -65,4 +68,6 @@ export const migrations: readonly SqliteMigration[] = [
       );
     `,
   },
+  { version: 2, ...scheduleJobMigration },
+  { version: 3, ...approvalMigration },
 ];

@@ -6,6 +6,9 @@ import { ControlPlaneError } from '../../control-plane-error.js';
 import type { ControlPlaneStore } from '../control-plane-store.js';
 import { migrations, type SqliteMigration } from './migrations.js';
 import { createSqliteWorkflowStore } from './sqlite-workflow-store.js';
+import { createSqliteJobStore } from './sqlite-job-store.js';
+import { createSqliteScheduleStore } from './sqlite-schedule-store.js';
+import { createSqliteApprovalStore } from './sqlite-approval-store.js';
 
 /** The database file's name inside the data dir. */
 export const STORE_FILE_NAME = 'control-plane.sqlite';
@@ -65,9 +68,9 @@ export async function openSqliteStore(options: OpenSqliteStoreOptions): Promise<
   return {
     location,
     workflows: createSqliteWorkflowStore(context),
-    schedules: {},
-    jobs: {},
-    approvals: {},
+    schedules: createSqliteScheduleStore(db),
+    jobs: createSqliteJobStore(db),
+    approvals: createSqliteApprovalStore(context),
     async close() {
       if (closed) return;
       closed = true;

@@ -3276,7 +3276,9 @@ export const ToolSidecarServiceService = {
    *    deadline or the stream's end while it waits gives the call its usual result (`aborted`,
    *    `timeout`). A call whose request is never answered still gets exactly one result. A reply
    *    with an unknown or already answered request_id is ignored. A client that never sets
-   *    `control_plane` or an approval policy never receives a `client_request`.
+   *    `control_plane` or an approval policy never receives a `client_request`. After the client
+   *    half-closes it can no longer reply, so waiting and later requests fail at once (the tool
+   *    fails; an approval is denied) instead of waiting for the deadline.
    */
   turn: {
     path: "/toolruntime.v1.ToolSidecarService/Turn" as const,
@@ -3325,7 +3327,9 @@ export interface ToolSidecarServiceServer extends UntypedServiceImplementation {
    *    deadline or the stream's end while it waits gives the call its usual result (`aborted`,
    *    `timeout`). A call whose request is never answered still gets exactly one result. A reply
    *    with an unknown or already answered request_id is ignored. A client that never sets
-   *    `control_plane` or an approval policy never receives a `client_request`.
+   *    `control_plane` or an approval policy never receives a `client_request`. After the client
+   *    half-closes it can no longer reply, so waiting and later requests fail at once (the tool
+   *    fails; an approval is denied) instead of waiting for the deadline.
    */
   turn: handleBidiStreamingCall<TurnRequest, TurnResponse>;
 }
@@ -3380,7 +3384,9 @@ export interface ToolSidecarServiceClient extends Client {
    *    deadline or the stream's end while it waits gives the call its usual result (`aborted`,
    *    `timeout`). A call whose request is never answered still gets exactly one result. A reply
    *    with an unknown or already answered request_id is ignored. A client that never sets
-   *    `control_plane` or an approval policy never receives a `client_request`.
+   *    `control_plane` or an approval policy never receives a `client_request`. After the client
+   *    half-closes it can no longer reply, so waiting and later requests fail at once (the tool
+   *    fails; an approval is denied) instead of waiting for the deadline.
    */
   turn(): ClientDuplexStream<TurnRequest, TurnResponse>;
   turn(options: Partial<CallOptions>): ClientDuplexStream<TurnRequest, TurnResponse>;

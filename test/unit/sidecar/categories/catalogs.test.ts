@@ -21,12 +21,12 @@ const control: ControlChannel = { request: () => Promise.reject(new Error('not i
 
 describe('the two catalogs pin their tool names', () => {
   let temp: Awaited<ReturnType<typeof makeTempDir>>;
-  const opened: Array<{ close(): void }> = [];
+  const opened: Array<{ close(): Promise<void> }> = [];
   beforeAll(async () => {
     temp = await makeTempDir('catalogs');
   });
   afterAll(async () => {
-    for (const catalogs of opened) catalogs.close();
+    await Promise.all(opened.map((catalogs) => catalogs.close()));
     await temp.remove();
   });
 
@@ -113,5 +113,26 @@ describe('the two catalogs pin their tool names', () => {
   it('the control-plane tools are offered only with a control channel, even when the turn says control_plane', async () => {
     const set = await names({}, { controlPlane: true, canSpawnJobs: true });
     expect(set.tools).toEqual(['todo_write', 'todo_read', ...computer]);
+  });
+
+  it('every built-in tool says whether it only reads or destroys (what approval policies go by)', async () => {
+    const config = testConfig({ workspace: temp.dir, stateDir: path.join(temp.dir, 'state-flags'), brainDir, webFetch: fetchProfile, webSearch: searchProfile });
+    const catalogs = createCatalogs(config, { logger: silentLogger });
+    opened.push(catalogs);
+    const text = await assembleToolSet(catalogs, { ...testContext(config, { controlPlane: true, canSpawnJobs: true }), control });
+    const task = await assembleToolSet(catalogs, testContext(config, { kind: 'workflow_task', resultSchemaJson: schema, brainEnabled: true }));
+    const flags = Object.fromEntries(
+      [...text.tools, ...task.tools].map((tool) => [tool.name, tool.isDestructive ? 'destructive' : tool.isReadOnly ? 'read-only' : 'writes']),
+    );
+    expect(flags).toEqual({
+      todo_write: 'writes', todo_read: 'read-only',
+      run_command: 'destructive', read_file: 'read-only', write_file: 'destructive', edit_file: 'destructive', list_files: 'read-only',
+      web_fetch: 'read-only', web_search: 'read-only',
+      schedule_create: 'writes', schedule_list: 'read-only', schedule_delete: 'destructive',
+      job_start: 'writes', job_list: 'read-only', job_show: 'read-only', job_cancel: 'destructive',
+      workflow_start: 'writes', workflow_show: 'read-only', workflow_list: 'read-only', workflow_cancel: 'destructive',
+      recall: 'read-only', get_page: 'read-only', submit_result: 'writes',
+    });
+    expect([...text.tools, ...task.tools].filter((tool) => tool.isReadOnly && tool.isDestructive)).toEqual([]);
   });
 });

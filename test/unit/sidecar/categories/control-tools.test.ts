@@ -146,7 +146,7 @@ describe('the control-plane tools', () => {
     });
     expect(text).toContain('workflow run run-3 "research": running; tasks: 1 committed, 1 running');
     expect(text).toContain('task b: running, attempt 1/2 after a');
-    const tooMany = Array.from({ length: 101 }, (_, index) => ({ id: `t${index}`, prompt: 'x', result_schema: {} }));
+    const tooMany = Array.from({ length: 501 }, (_, index) => ({ id: `t${index}`, prompt: 'x', result_schema: {} }));
     expect(validateToolArguments(tool, JSON.stringify({ name: 'big', tasks: tooMany })).ok).toBe(false);
     expect(validateToolArguments(tool, JSON.stringify({ name: 'bad id', tasks: [{ id: 'has space', prompt: 'x', result_schema: {} }] })).ok).toBe(false);
     expect(validateToolArguments(tool, JSON.stringify({ name: 'no schema', tasks: [{ id: 'a', prompt: 'x', result_schema: 'string' }] })).ok).toBe(false);

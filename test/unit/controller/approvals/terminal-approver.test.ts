@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createTerminalApprover, denyWithoutTerminal, recordApprovals } from '../../../../controller/approvals/cli-approvals.js';
+import { createTerminalApprover, denyWithoutTerminal, recordApprovals } from '../../../../controller/approvals/terminal-approver.js';
 import type { TurnEvent } from '../../../../controller/loop/turn-events.js';
 import type { ApprovalRequestEvent } from '../../../../controller/sidecar-client/sidecar-types.js';
 

@@ -1,0 +1,165 @@
+import * as grpc from '@grpc/grpc-js';
+import { errorMessage, ToolRuntimeError, type Logger } from '../../../src/index.js';
+import {
+  ControlPlaneServiceService,
+  type ControlPlaneServiceServer,
+  type ControlReply,
+  type ControlRequest,
+  type DecideApprovalRequest,
+  type DecideApprovalResponse,
+  type ListApprovalsRequest,
+  type ListApprovalsResponse,
+} from '../../../src/gen/toolruntime/v1/control_plane.js';
+import { isControlPlaneError } from '../control-plane-error.js';
+import { createTokenInterceptor } from '../../../sidecar/grpc/auth-interceptor.js';
+import { createSidecarHealth } from '../../../sidecar/grpc/health-service.js';
+import { addLazyReflection } from '../../../sidecar/grpc/lazy-reflection.js';
+import { boundAddress, isLoopbackAddress } from '../../../sidecar/grpc/listen-address.js';
+
+const SERVICE_NAME = 'toolruntime.v1.ControlPlaneService';
+
+/** Answers one operator request (no acting agent: the request names it). Never throws: refusals are ControlError replies. */
+export type AnswerOperatorRequest = (request: ControlRequest, signal: AbortSignal) => Promise<ControlReply>;
+
+/** Stored approvals, when the controller keeps them (otherwise those RPCs are UNIMPLEMENTED). */
+export interface ApprovalOperations {
+  list(request: ListApprovalsRequest): Promise<ListApprovalsResponse>;
+  decide(request: DecideApprovalRequest): Promise<DecideApprovalResponse>;
+}
+
+/** The controller's gRPC server: ControlPlaneService, grpc.health.v1 and server reflection. */
+export interface ControlPlaneServer {
+  /**
+   * Binds `address` and serves; resolves the real bound address (the real port for `:0`).
+   *
+   * @throws ToolRuntimeError `invalid_request` for a non-loopback address without a token; the
+   *   bind error otherwise.
+   */
+  listen(address: string): Promise<string>;
+  /** Reports NOT_SERVING, refuses new RPCs, waits up to `graceMs` (default 5 s) for running ones, then ends them. */
+  close(options?: { graceMs?: number }): Promise<void>;
+}
+
+const statusOfControlCode: Record<string, grpc.status> = {
+  invalid_request: grpc.status.INVALID_ARGUMENT,
+  not_found: grpc.status.NOT_FOUND,
+  permission_denied: grpc.status.PERMISSION_DENIED,
+  limit_exceeded: grpc.status.RESOURCE_EXHAUSTED,
+  unavailable: grpc.status.UNAVAILABLE,
+  internal: grpc.status.INTERNAL,
+};
+
+/**
+ * Creates the ControlPlaneService server. Every RPC is wrapped into the ControlRequest the Turn
+ * stream carries and answered by `answer`, so operators and agents' tools share one code path; a
+ * ControlError becomes the status of its code (INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED,
+ * RESOURCE_EXHAUSTED, UNAVAILABLE, INTERNAL) with its message. With `token`, every RPC (health and
+ * reflection included) needs `authorization: Bearer <token>`; without one it only listens on loopback.
+ */
+export function createControlPlaneServer(options: {
+  answer: AnswerOperatorRequest;
+  approvals?: ApprovalOperations;
+  token?: string;
+  logger: Logger;
+}): ControlPlaneServer {
+  const { logger } = options;
+  const server = new grpc.Server({ interceptors: options.token ? [createTokenInterceptor(options.token)] : [] });
+  const calls = new Set<AbortController>();
+
+  function unary<Req, Res>(wrap: (request: Req) => ControlRequest, unwrap: (reply: ControlReply) => Res | undefined): grpc.handleUnaryCall<Req, Res> {
+    return (call, callback) => {
+      const controller = new AbortController();
+      calls.add(controller);
+      call.on('cancelled', () => controller.abort(new ToolRuntimeError('aborted', 'the client cancelled the RPC')));
+      options
+        .answer(wrap(call.request), controller.signal)
+        .then((reply) => {
+          if (reply.reply?.$case === 'error') {
+            const { code, message } = reply.reply.value;
+            callback({ code: statusOfControlCode[code] ?? grpc.status.UNKNOWN, details: message });
+            return;
+          }
+          const value = unwrap(reply);
+          if (value === undefined) callback({ code: grpc.status.INTERNAL, details: 'the control plane gave no answer for this RPC' });
+          else callback(null, value);
+        })
+        .catch((error: unknown) => {
+          logger.error('control-plane RPC failed', { error: errorMessage(error) });
+          callback({ code: grpc.status.INTERNAL, details: errorMessage(error) });
+        })
+        .finally(() => calls.delete(controller));
+    };
+  }
+  // One RPC per ControlRequest case, request and reply under the same case name.
+  const rpc = <C extends NonNullable<ControlRequest['request']>['$case']>(name: C) =>
+    unary(
+      (value: Extract<NonNullable<ControlRequest['request']>, { $case: C }>['value']) => ({ request: { $case: name, value } }) as ControlRequest,
+      (reply) => (reply.reply?.$case === name ? (reply.reply.value as Extract<NonNullable<ControlReply['reply']>, { $case: C }>['value']) : undefined),
+    );
+  // A refusal (unknown id, already decided) keeps its code; anything else is INTERNAL.
+  const approvalError = (error: unknown) => ({
+    code: (isControlPlaneError(error) && statusOfControlCode[error.controlCode]) || grpc.status.INTERNAL,
+    details: errorMessage(error),
+  });
+  const approvalsMissing = (callback: grpc.sendUnaryData<never>) =>
+    callback({ code: grpc.status.UNIMPLEMENTED, details: 'this controller keeps no stored approvals' });
+
+  const implementation: ControlPlaneServiceServer = {
+    startWorkflow: rpc('startWorkflow'),
+    showWorkflow: rpc('showWorkflow'),
+    listWorkflows: rpc('listWorkflows'),
+    cancelWorkflow: rpc('cancelWorkflow'),
+    createSchedule: rpc('createSchedule'),
+    listSchedules: rpc('listSchedules'),
+    deleteSchedule: rpc('deleteSchedule'),
+    startJob: rpc('startJob'),
+    listJobs: rpc('listJobs'),
+    showJob: rpc('showJob'),
+    cancelJob: rpc('cancelJob'),
+    listApprovals: (call, callback) => {
+      if (!options.approvals) return approvalsMissing(callback as grpc.sendUnaryData<never>);
+      options.approvals.list(call.request).then((value) => callback(null, value), (error: unknown) => callback(approvalError(error)));
+    },
+    decideApproval: (call, callback) => {
+      if (!options.approvals) return approvalsMissing(callback as grpc.sendUnaryData<never>);
+      options.approvals.decide(call.request).then((value) => callback(null, value), (error: unknown) => callback(approvalError(error)));
+    },
+  };
+  server.addService(ControlPlaneServiceService, implementation);
+  const health = createSidecarHealth({ '': 'SERVING', [SERVICE_NAME]: 'SERVING' });
+  health.addToServer(server);
+  // Loaded on the first reflection request, as the sidecar does.
+  addLazyReflection(server, 'toolruntime/v1/control_plane.proto');
+  let listening = false;
+  let closing: Promise<void> | undefined;
+
+  return {
+    async listen(address) {
+      if (listening) throw new ToolRuntimeError('invalid_request', 'the control-plane server is already listening');
+      if (!options.token && !isLoopbackAddress(address)) {
+        throw new ToolRuntimeError(
+          'invalid_request',
+          `refusing to serve the control plane on ${address} without a token: use a loopback address (127.0.0.1, ::1, localhost) or a unix socket, or give --token-file`,
+        );
+      }
+      listening = true;
+      const port = await new Promise<number>((resolve, reject) => {
+        server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound)));
+      });
+      return boundAddress(address, port);
+    },
+    close({ graceMs = 5_000 } = {}) {
+      closing ??= (async () => {
+        health.setStatus('', 'NOT_SERVING');
+        health.setStatus(SERVICE_NAME, 'NOT_SERVING');
+        const shutdown = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([shutdown, new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+        clearTimeout(timer);
+        for (const call of calls) call.abort(new ToolRuntimeError('aborted', 'the controller is shutting down'));
+        server.forceShutdown();
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,93 @@
+import { readFile } from 'node:fs/promises';
+import { errorMessage, ToolRuntimeError, type Logger } from '../../../src/index.js';
+import { createSidecarClient, type SidecarClient } from '../../sidecar-client/create-sidecar-client.js';
+import { spawnSidecar, type SpawnedSidecar } from '../../sidecar-client/spawn-sidecar.js';
+import type { AgentSidecarEntry } from './read-agents-file.js';
+
+/**
+ * The sidecar of each agent a `serve` process runs turns for: a client per agent, over a sidecar
+ * that already runs or one started (a child process) over the agent's workspace. Agents that share
+ * an address share one client.
+ */
+export class AgentSidecars {
+  readonly #clients = new Map<string, SidecarClient>();
+  readonly #spawned: SpawnedSidecar[] = [];
+  readonly #closers: SidecarClient[] = [];
+
+  private constructor() {}
+
+  /**
+   * Starts the sidecars the entries ask for (in parallel) and creates the clients.
+   *
+   * @throws ToolRuntimeError `invalid_request` when a token file cannot be read,
+   *   `sidecar_unavailable` when a sidecar does not start, `aborted` when `signal` aborts; whatever
+   *   was started is stopped first.
+   */
+  static async start(options: { agents: Map<string, AgentSidecarEntry>; signal: AbortSignal; logger: Logger }): Promise<AgentSidecars> {
+    const sidecars = new AgentSidecars();
+    const byAddress = new Map<string, SidecarClient>();
+    try {
+      await Promise.all(
+        [...options.agents].map(async ([agentId, entry]) => {
+          if (entry.kind === 'workspace') {
+            const extraArgs = entry.stateDir ? ['--state-dir', entry.stateDir] : [];
+            const spawned = await spawnSidecar({ workspace: entry.workspace, extraArgs, signal: options.signal });
+            sidecars.#spawned.push(spawned);
+            const client = createSidecarClient({ address: spawned.address });
+            sidecars.#closers.push(client);
+            sidecars.#clients.set(agentId, client);
+            options.logger.info('sidecar started', { agentId, workspace: entry.workspace, address: spawned.address });
+            return;
+          }
+          const token = entry.tokenFile ? await readToken(entry.tokenFile) : undefined;
+          const key = `${entry.address}\u0000${token ?? ''}`;
+          let client = byAddress.get(key);
+          if (!client) {
+            client = createSidecarClient({ address: entry.address, ...(token ? { token } : {}) });
+            byAddress.set(key, client);
+            sidecars.#closers.push(client);
+          }
+          sidecars.#clients.set(agentId, client);
+        }),
+      );
+    } catch (error) {
+      await sidecars.close();
+      throw error;
+    }
+    return sidecars;
+  }
+
+  /** The agents, in the agents file's order. */
+  get agentIds(): string[] {
+    return [...this.#clients.keys()];
+  }
+
+  /**
+   * The client of `agentId`'s sidecar.
+   *
+   * @throws ToolRuntimeError `invalid_request` for an agent the agents file does not name.
+   */
+  clientFor(agentId: string): SidecarClient {
+    const client = this.#clients.get(agentId);
+    if (!client) throw new ToolRuntimeError('invalid_request', `agent "${agentId}" is not in this controller's agents file`);
+    return client;
+  }
+
+  /** Closes the clients and stops the started sidecars (SIGTERM, then SIGKILL after a grace). */
+  async close(): Promise<void> {
+    for (const client of this.#closers) client.close();
+    await Promise.all(this.#spawned.map((sidecar) => sidecar.stop({ graceMs: 5_000 })));
+  }
+}
+
+async function readToken(path: string): Promise<string> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    throw new ToolRuntimeError('invalid_request', `cannot read the token file ${path}: ${errorMessage(error)}`);
+  }
+  const token = text.split('\n')[0]?.trim() ?? '';
+  if (token === '') throw new ToolRuntimeError('invalid_request', `the token file ${path} is empty`);
+  return token;
+}

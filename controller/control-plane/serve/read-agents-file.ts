@@ -1,0 +1,70 @@
+import { readFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { z } from 'zod';
+import { errorMessage, ToolRuntimeError } from '../../../src/index.js';
+
+/** Where one agent's sidecar is: a running one, or a workspace to start one over. */
+export type AgentSidecarEntry =
+  | { kind: 'address'; address: string; tokenFile?: string }
+  | { kind: 'workspace'; workspace: string; stateDir?: string };
+
+/** The most agents one `serve` process takes. */
+export const MAX_AGENTS = 256;
+
+const AGENT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+const entry = z.union([
+  z.strictObject({ address: z.string().min(1).max(512), tokenFile: z.string().min(1).max(4096).optional() }),
+  z.strictObject({ workspace: z.string().min(1).max(4096), stateDir: z.string().min(1).max(4096).optional() }),
+]);
+const file = z.record(z.string(), entry);
+
+/**
+ * Reads `serve --agents FILE`: a JSON object mapping each agent id to its sidecar, either
+ * `{"address": "HOST:PORT", "tokenFile": "F"}` (a sidecar that runs already) or
+ * `{"workspace": "DIR", "stateDir": "DIR"}` (one to start over that workspace). Relative paths are
+ * read from the file's folder.
+ *
+ * @throws ToolRuntimeError `invalid_request` with a one-line reason: unreadable file, not JSON, an
+ *   entry of neither shape, a bad agent id, no agents or more than MAX_AGENTS.
+ */
+export async function readAgentsFile(path: string): Promise<Map<string, AgentSidecarEntry>> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    throw new ToolRuntimeError('invalid_request', `cannot read the agents file ${path}: ${errorMessage(error)}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new ToolRuntimeError('invalid_request', `the agents file ${path} is not JSON: ${errorMessage(error)}`);
+  }
+  const parsed = file.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const where = issue.path.length > 0 ? issue.path.join('.') : 'the top level';
+    throw new ToolRuntimeError(
+      'invalid_request',
+      `the agents file ${path} is wrong at ${where}: ${issue.message}. Expected {"AGENT_ID": {"address": "HOST:PORT", "tokenFile": "F"} or {"workspace": "DIR"}, ...}`,
+    );
+  }
+  const ids = Object.keys(parsed.data);
+  const badId = ids.find((id) => !AGENT_ID.test(id));
+  if (badId !== undefined) {
+    throw new ToolRuntimeError('invalid_request', `the agents file ${path} names agent "${badId}": an agent id is 1-128 letters, digits, ".", "_" or "-", starting with a letter or digit`);
+  }
+  if (ids.length === 0) throw new ToolRuntimeError('invalid_request', `the agents file ${path} names no agent`);
+  if (ids.length > MAX_AGENTS) throw new ToolRuntimeError('invalid_request', `the agents file ${path} names ${ids.length} agents; at most ${MAX_AGENTS}`);
+  const base = dirname(resolve(path));
+  const agents = new Map<string, AgentSidecarEntry>();
+  for (const [id, value] of Object.entries(parsed.data)) {
+    agents.set(
+      id,
+      'address' in value
+        ? { kind: 'address', address: value.address, ...(value.tokenFile ? { tokenFile: resolve(base, value.tokenFile) } : {}) }
+        : { kind: 'workspace', workspace: resolve(base, value.workspace), ...(value.stateDir ? { stateDir: resolve(base, value.stateDir) } : {}) },
+    );
+  }
+  return agents;
+}

@@ -1,0 +1,172 @@
+import { readFile } from 'node:fs/promises';
+import { createJsonLogger, errorMessage, type Logger } from '../../../src/index.js';
+import type { ControlReply, ControlRequest } from '../../../src/gen/toolruntime/v1/control_plane.js';
+import { startEmbeddedModel, EMBEDDED_MODEL_NAME } from '../../model/embedded-model.js';
+import { createOpenAIResponsesModel } from '../../model/openai-responses-model.js';
+import type { ResponsesModel } from '../../model/responses-model.js';
+import { answerControlRequest, type ControlHooks } from '../answer-control-request.js';
+import { createApprovalOperations } from '../approvals/approval-operations.js';
+import { createControlPlaneServer } from '../grpc/control-plane-server.js';
+import { JobRunner } from '../jobs/job-runner.js';
+import { Scheduler } from '../schedules/scheduler.js';
+import { openSqliteStore } from '../store/sqlite/open-sqlite-store.js';
+import { sidecarTaskTurns } from '../workflows/sidecar-task-turns.js';
+import { WorkflowRunner } from '../workflows/workflow-runner.js';
+import { AgentSidecars } from './agent-sidecars.js';
+import { readAgentsFile } from './read-agents-file.js';
+import { resumeAgentWorkflows } from './resume-agent-workflows.js';
+import { parseServeOptions, SERVE_USAGE, type ServeOptions } from './serve-options.js';
+import { sidecarJobTurns } from './sidecar-job-turns.js';
+
+/** What `serve` needs from its process. */
+export interface ServeIo {
+  argv: string[];
+  env: NodeJS.ProcessEnv;
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+  /** SIGTERM / SIGINT: stop taking work, let running turns finish within the grace, then return 0. */
+  signal: AbortSignal;
+}
+
+const creates = new Set<NonNullable<ControlRequest['request']>['$case']>(['startWorkflow', 'createSchedule', 'startJob']);
+
+/**
+ * `controller serve`: opens the store, starts (or connects to) each agent's sidecar, runs the
+ * scheduler and the job runner (jobs a killed controller left running are run again), serves
+ * ControlPlaneService, prints `{"event":"listening","address":...}` on stdout and runs until
+ * `io.signal` aborts. Then it stops the scheduler and the server, lets running turns finish for
+ * `--grace-ms`, aborts the rest (they stay running in the store and resume at the next start), stops
+ * what it started and returns 0. Returns 2 on bad usage, 1 (with a one-line reason) when it cannot
+ * start. Logs are JSON lines on stderr.
+ */
+export async function runServe(io: ServeIo): Promise<number> {
+  let options: ServeOptions;
+  try {
+    options = parseServeOptions(io.argv, io.env);
+  } catch (error) {
+    io.stderr.write(`error: ${errorMessage(error)}\n\n${SERVE_USAGE}\n`);
+    return 2;
+  }
+  if (options.help) {
+    io.stdout.write(`${SERVE_USAGE}\n`);
+    return 0;
+  }
+  const logger = createJsonLogger({ stream: io.stderr, fields: { component: 'controller' } });
+  const cleanups: Array<() => Promise<void>> = [];
+  try {
+    const token = options.tokenFile ? await readToken(options.tokenFile) : undefined;
+    const agents = await readAgentsFile(options.agentsFile);
+    const store = await openSqliteStore({ dataDir: options.dataDir });
+    cleanups.push(() => store.close());
+    const sidecars = await AgentSidecars.start({ agents, signal: io.signal, logger });
+    cleanups.push(() => sidecars.close());
+    const model = await createModel(options, cleanups);
+
+    const turnOptions = { toolSearch: options.model.toolSearch, flattenNamespaces: options.model.flattenNamespaces, maxModelCalls: options.model.maxModelCalls };
+    const workflowRunner = new WorkflowRunner({ store, model, openTaskTurn: sidecarTaskTurns((agentId) => sidecars.clientFor(agentId)), turnOptions, logger });
+    const hooks: ControlHooks = { workflowRunner };
+    const jobRunner = new JobRunner({
+      jobs: store.jobs,
+      agentIds: sidecars.agentIds,
+      maxRunningPerAgent: options.maxRunningJobsPerAgent,
+      logger,
+      runTurn: sidecarJobTurns({
+        clientFor: (agentId) => sidecars.clientFor(agentId),
+        model,
+        store,
+        hooks: () => hooks,
+        ...(options.approve !== 'never'
+          ? { approvals: { policy: { mode: options.approve === 'all' ? 'not_read_only' : 'destructive' }, expiresAfterMs: options.approvalTimeoutMs } }
+          : {}),
+        turnOptions,
+        maxTurnMs: options.jobTimeoutMs,
+        logger,
+      }),
+    });
+    const scheduler = new Scheduler({ schedules: store.schedules, agentIds: sidecars.agentIds, onFired: () => jobRunner.wake(), logger });
+    // Should starting fail half-way, the loops stop before the store and the sidecars go (all idempotent).
+    cleanups.push(() => workflowRunner.close(), () => jobRunner.close({ graceMs: 0, abortGraceMs: 2_000 }), () => scheduler.close());
+    hooks.schedulesAndJobs = {
+      onScheduleChanged: () => scheduler.wake(),
+      onJobQueued: () => jobRunner.wake(),
+      onJobCancelled: (jobId, reason) => jobRunner.abort(jobId, reason),
+    };
+    const known = new Set(sidecars.agentIds);
+    const answer = async (request: ControlRequest): Promise<ControlReply> => {
+      const value = request.request;
+      if (value && creates.has(value.$case) && value.value.agentId !== '' && !known.has(value.value.agentId)) {
+        const message = `agent "${value.value.agentId}" is not in this controller's agents file (${[...known].join(', ')}): its work would never run`;
+        return { reply: { $case: 'error', value: { code: 'invalid_request', message } } };
+      }
+      return answerControlRequest({ store, request, hooks });
+    };
+    const server = createControlPlaneServer({ answer, approvals: createApprovalOperations(store.approvals), ...(token ? { token } : {}), logger });
+    cleanups.push(() => server.close({ graceMs: 1_000 }));
+    const address = await server.listen(options.listen);
+    const { resumed } = await jobRunner.start();
+    const resumedRuns = await resumeAgentWorkflows(store, workflowRunner, known);
+    // Runs started by another process (an npm start turn) or freed by a runner that died.
+    const pickup = startPicking(() => resumeAgentWorkflows(store, workflowRunner, known), logger);
+    cleanups.push(() => pickup.stop());
+    scheduler.start();
+    io.stdout.write(`${JSON.stringify({ event: 'listening', address, dataDir: options.dataDir, agents: sidecars.agentIds, resumedJobs: resumed, resumedWorkflowRuns: resumedRuns.length })}\n`);
+    logger.info('controller serving', { address, store: store.location, agents: sidecars.agentIds, auth: token !== undefined });
+
+    await new Promise<void>((resolve) => {
+      if (io.signal.aborted) resolve();
+      io.signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+    logger.info('shutting down: no new work; running turns get the grace', { graceMs: options.graceMs, runningJobs: jobRunner.runningCount });
+    await Promise.all([scheduler.close(), pickup.stop()]);
+    // Workflow task turns stop at once (their attempt is logged interrupted and runs again at the
+    // next start, not counted against max_attempts); job turns get the grace.
+    await Promise.all([server.close({ graceMs: 1_000 }), workflowRunner.close(), jobRunner.close({ graceMs: options.graceMs })]);
+    logger.info('controller stopped');
+    return 0;
+  } catch (error) {
+    const reason = io.signal.aborted ? 'interrupted while starting' : errorMessage(error).split('\n')[0];
+    io.stderr.write(`error: ${reason}\n`);
+    return 1;
+  } finally {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch((error: unknown) => logger.warn('cleanup failed', { error: errorMessage(error) }));
+  }
+}
+
+async function createModel(options: ServeOptions, cleanups: Array<() => Promise<void>>): Promise<ResponsesModel> {
+  const settings = options.model;
+  let baseURL = settings.baseURL;
+  if (settings.embedded) {
+    const embedded = await startEmbeddedModel();
+    cleanups.push(() => embedded.close());
+    baseURL = embedded.baseURL;
+  }
+  return createOpenAIResponsesModel({
+    model: settings.embedded ? EMBEDDED_MODEL_NAME : settings.model,
+    apiKey: settings.embedded ? 'embedded-no-key' : (settings.apiKey ?? 'no-key'),
+    ...(baseURL ? { baseURL } : {}),
+    stream: settings.stream,
+    includeEncryptedReasoning: !settings.embedded && (!baseURL || new URL(baseURL).hostname === 'api.openai.com'),
+  });
+}
+
+async function readToken(path: string): Promise<string> {
+  const token = (await readFile(path, 'utf8').catch((error: unknown) => {
+    throw new Error(`cannot read the token file ${path}: ${errorMessage(error)}`);
+  })).split('\n')[0]?.trim() ?? '';
+  if (token === '') throw new Error(`the token file ${path} is empty`);
+  return token;
+}
+
+/** Calls `pick` every `everyMs` (one call at a time) until stopped; failures are logged. */
+function startPicking(pick: () => Promise<unknown>, logger: Logger, everyMs = 2_000): { stop(): Promise<void> } {
+  let current: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    current = current.then(pick).catch((error: unknown) => logger.warn('could not pick up workflow runs', { error: errorMessage(error) }));
+  }, everyMs);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await current;
+    },
+  };
+}

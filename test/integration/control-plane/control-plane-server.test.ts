@@ -1,0 +1,84 @@
+// The ControlPlaneService server on real gRPC (127.0.0.1:0): health and reflection as generic
+// clients see them, the token on every service, and ControlErrors as statuses.
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createControlPlaneServer, type ControlPlaneServer } from '../../../controller/control-plane/grpc/control-plane-server.js';
+import type { ControlRequest } from '../../../src/gen/toolruntime/v1/control_plane.js';
+import { silentLogger } from '../../../src/index.js';
+import { controlPlaneClient } from '../../fixtures/control-plane-client.js';
+
+const require = createRequire(import.meta.url);
+const reflectionProtoRoot = join(dirname(require.resolve('@grpc/reflection/package.json')), 'build', 'proto');
+const healthProto = join(dirname(require.resolve('grpc-health-check/package.json')), 'proto', 'health', 'v1', 'health.proto');
+type AnyClient = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
+
+function clientFor(file: string, includeDirs: string[], service: string[], address: string): AnyClient {
+  const definition = grpc.loadPackageDefinition(protoLoader.loadSync(file, { keepCase: true, enums: String, defaults: true, oneofs: true, includeDirs }));
+  let node: unknown = definition;
+  for (const part of service) node = (node as Record<string, unknown>)[part];
+  return new (node as new (address: string, credentials: grpc.ChannelCredentials) => AnyClient)(address, grpc.credentials.createInsecure());
+}
+
+const received: ControlRequest[] = [];
+let server: ControlPlaneServer;
+let address: string;
+beforeAll(async () => {
+  server = createControlPlaneServer({
+    token: 'open-sesame',
+    logger: silentLogger,
+    async answer(request) {
+      received.push(request);
+      if (request.request?.$case === 'showJob') return { reply: { $case: 'error', value: { code: 'not_found', message: 'no job "x" for this agent' } } };
+      return { reply: { $case: 'listJobs', value: { jobs: [] } } };
+    },
+  });
+  address = await server.listen('127.0.0.1:0');
+});
+afterAll(() => server?.close({ graceMs: 0 }));
+
+const authorized = () => {
+  const metadata = new grpc.Metadata();
+  metadata.set('authorization', 'Bearer open-sesame');
+  return metadata;
+};
+
+describe('the ControlPlaneService server', () => {
+  it('serves grpc.health.v1 behind the token', async () => {
+    const client = clientFor(healthProto, [], ['grpc', 'health', 'v1', 'Health'], address);
+    const check = (service: string, metadata = authorized()) =>
+      new Promise<Record<string, unknown>>((resolve, reject) =>
+        client.Check!({ service }, metadata, (error: Error | null, value: Record<string, unknown>) => (error ? reject(error) : resolve(value))),
+      );
+    expect((await check('')).status).toBe('SERVING');
+    expect((await check('toolruntime.v1.ControlPlaneService')).status).toBe('SERVING');
+    await expect(check('', new grpc.Metadata())).rejects.toMatchObject({ code: grpc.status.UNAUTHENTICATED });
+    client.close();
+  });
+
+  it('lists ControlPlaneService through server reflection', async () => {
+    const client = clientFor('grpc/reflection/v1/reflection.proto', [reflectionProtoRoot], ['grpc', 'reflection', 'v1', 'ServerReflection'], address);
+    const stream = client.ServerReflectionInfo!(authorized()) as grpc.ClientDuplexStream<object, Record<string, any>>;
+    const response = new Promise<Record<string, any>>((resolve, reject) => {
+      stream.on('data', resolve);
+      stream.on('error', reject);
+    });
+    stream.write({ list_services: '' });
+    const answer = await response;
+    stream.end();
+    client.close();
+    expect(answer.list_services_response.service.map((service: { name: string }) => service.name)).toContain('toolruntime.v1.ControlPlaneService');
+  });
+
+  it('wraps each RPC into the ControlRequest of its case and turns a ControlError into its status', async () => {
+    const client = controlPlaneClient(address, 'open-sesame');
+    expect(await client.listJobs({ agentId: 'agent-a', limit: 3 })).toEqual({ jobs: [] });
+    expect(received.at(-1)).toEqual({ request: { $case: 'listJobs', value: { agentId: 'agent-a', limit: 3 } } });
+    await expect(client.showJob({ agentId: 'agent-a', jobId: 'x' })).rejects.toMatchObject({ code: grpc.status.NOT_FOUND, details: 'no job "x" for this agent' });
+    // An answer of the wrong case is the server's bug, not a success.
+    await expect(client.listSchedules({})).rejects.toMatchObject({ code: grpc.status.INTERNAL });
+    client.close();
+  });
+});

@@ -1,0 +1,130 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import * as grpc from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runApprovalsCommand } from '../../../controller/control-plane/approvals/approvals-command.js';
+import { functionCallItem, messageItem } from '../../../controller/model/responses-wire.js';
+import type { ResponseItem } from '../../../controller/model/responses-model.js';
+import { ControlPlaneServiceClient, JobState, type Job } from '../../../src/gen/toolruntime/v1/control_plane.js';
+import { startScriptedResponsesServer, type ScriptedResponsesServer } from '../../fakes/scripted-responses-server.js';
+import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'serve-approvals-'));
+const workspace = join(dir, 'workspace');
+let model: ScriptedResponsesServer;
+let serve: StartedSidecar;
+let client: ControlPlaneServiceClient;
+
+const write = (callId: string, path: string) =>
+  ({ output: [functionCallItem({ callId, name: 'write_file', arguments: JSON.stringify({ path, content: `written by ${callId}` }) })] as ResponseItem[] });
+const answer = (body: Record<string, unknown>) => {
+  const outputs = (body.input as ResponseItem[]).filter((item) => item.type === 'function_call_output').map((item) => (item as unknown as { output: string }).output);
+  return { output: [messageItem(`the tool said: ${outputs.join(' | ')}`)] as ResponseItem[] };
+};
+
+beforeAll(async () => {
+  mkdirSync(workspace);
+  model = await startScriptedResponsesServer({ steps: [write('c1', 'approved.txt'), answer, write('c2', 'denied.txt'), answer] });
+  const agents = join(dir, 'agents.json');
+  writeFileSync(agents, JSON.stringify({ 'agent-x': { workspace, stateDir: join(dir, 'sidecar-state') } }));
+  const env = { ...process.env };
+  delete env.OPENAI_API_KEY;
+  serve = await startSidecar({
+    entry: 'controller/control-plane-main.ts',
+    args: ['serve', '--listen', '127.0.0.1:0', '--data-dir', join(dir, 'data'), '--agents', agents, '--base-url', model.baseURL, '--no-stream', '--approval-timeout-ms', '600000'],
+    env,
+    timeoutMs: 60_000,
+  });
+  client = new ControlPlaneServiceClient(serve.address, grpc.credentials.createInsecure());
+}, 90_000);
+afterAll(async () => {
+  client?.close();
+  await serve?.stop();
+  await model?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const startJob = (prompt: string) =>
+  new Promise<Job>((resolve, reject) => client.startJob({ agentId: 'agent-x', prompt }, (error, response) => (error ? reject(error) : resolve(response.job!))));
+const showJob = (jobId: string) =>
+  new Promise<Job>((resolve, reject) => client.showJob({ agentId: 'agent-x', jobId }, (error, response) => (error ? reject(error) : resolve(response.job!))));
+
+/** Runs `approvals ...` as the CLI does (the command's own code, in process), returning code and output. */
+async function approvals(...args: string[]) {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let out = '';
+  let err = '';
+  stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+  const code = await runApprovalsCommand([...args, '--address', serve.address], { argv: args, env: {}, stdout, stderr, signal: AbortSignal.timeout(20_000) });
+  return { code, stdout: out, stderr: err };
+}
+
+async function until<T>(read: () => Promise<T | undefined>, what: string): Promise<T> {
+  const deadline = Date.now() + 45_000;
+  for (;;) {
+    const value = await read();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`${what} did not happen within 45 s; serve's log:\n${serve.stderr().slice(-3_000)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+const pendingApproval = () =>
+  until(async () => {
+    const listed = await approvals('list', '--json');
+    const first = listed.stdout.trim().split('\n').filter(Boolean)[0];
+    return first ? (JSON.parse(first) as { approvalId: string; state: string; toolName: string; parametersJson: string; destructive: boolean; agentId: string }) : undefined;
+  }, 'a pending approval');
+
+const finished = (jobId: string) =>
+  until(async () => {
+    const job = await showJob(jobId);
+    return job.state === JobState.JOB_STATE_SUCCEEDED || job.state === JobState.JOB_STATE_FAILED ? job : undefined;
+  }, `job ${jobId} finishing`);
+
+describe('stored approvals under controller serve', () => {
+  it('a background job\'s destructive call waits as a pending approval; approved from the CLI, it runs and the job finishes', async () => {
+    const job = await startJob('write the approved file');
+    const pending = await pendingApproval();
+    expect(pending).toMatchObject({ state: 'pending', toolName: 'write_file', destructive: true, agentId: 'agent-x' });
+    expect(JSON.parse(pending.parametersJson)).toEqual({ path: 'approved.txt', content: 'written by c1' });
+    expect(existsSync(join(workspace, 'approved.txt'))).toBe(false);
+    expect((await showJob(job.jobId)).state).toBe(JobState.JOB_STATE_RUNNING);
+
+    const approved = await approvals('approve', pending.approvalId, '--reason', 'fine by me');
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(approved.stdout).toContain(`${pending.approvalId}  approved`);
+    const done = await finished(job.jobId);
+    expect(done.state).toBe(JobState.JOB_STATE_SUCCEEDED);
+    expect(readFileSync(join(workspace, 'approved.txt'), 'utf8')).toBe('written by c1');
+
+    const again = await approvals('deny', pending.approvalId);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('is no longer pending: it is approved');
+    expect((await approvals('list')).stdout).toContain('no pending approvals');
+  }, 120_000);
+
+  it('denied from the CLI, the tool never runs and the model reads the reason', async () => {
+    const job = await startJob('write the denied file');
+    const pending = await pendingApproval();
+    const denied = await approvals('deny', pending.approvalId, '--reason', 'not in production');
+    expect(denied.code, denied.stderr).toBe(0);
+    const done = await finished(job.jobId);
+    expect(done.finalText).toContain('Error (denied)');
+    expect(done.finalText).toContain('an operator denied it: not in production');
+    expect(existsSync(join(workspace, 'denied.txt'))).toBe(false);
+    const all = await approvals('list', '--all', '--json');
+    expect(all.stdout.trim().split('\n').map((line) => (JSON.parse(line) as { state: string }).state)).toEqual(['denied', 'approved']);
+  }, 120_000);
+
+  it('the CLI refuses bad usage and unknown ids with a one-line reason', async () => {
+    expect((await approvals('approve')).code).toBe(2);
+    const unknown = await approvals('approve', 'appr-nope');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr.trim()).toBe('error: no approval appr-nope');
+  });
+});

@@ -1,0 +1,59 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createControlPlaneServer } from '../../../../../controller/control-plane/grpc/control-plane-server.js';
+import { readAgentsFile } from '../../../../../controller/control-plane/serve/read-agents-file.js';
+import { parseServeOptions } from '../../../../../controller/control-plane/serve/serve-options.js';
+import { silentLogger } from '../../../../../src/index.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'serve-setup-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const file = (name: string, text: string) => {
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  return path;
+};
+
+describe('readAgentsFile', () => {
+  it('maps agent ids to a running sidecar or a workspace, paths read from the file\'s folder', async () => {
+    const agents = await readAgentsFile(file('agents.json', JSON.stringify({ 'agent-a': { address: '127.0.0.1:7000', tokenFile: 'a.token' }, 'agent-b': { workspace: 'ws' } })));
+    expect([...agents]).toEqual([
+      ['agent-a', { kind: 'address', address: '127.0.0.1:7000', tokenFile: join(dir, 'a.token') }],
+      ['agent-b', { kind: 'workspace', workspace: join(dir, 'ws') }],
+    ]);
+  });
+
+  it('refuses a bad file in one line that says where and what is expected', async () => {
+    await expect(readAgentsFile(join(dir, 'missing.json'))).rejects.toThrow(/cannot read the agents file/);
+    await expect(readAgentsFile(file('bad.json', '{"a": '))).rejects.toThrow(/is not JSON/);
+    await expect(readAgentsFile(file('empty.json', '{}'))).rejects.toThrow(/names no agent/);
+    await expect(readAgentsFile(file('both.json', '{"a": {"address": "x:1", "workspace": "w"}}'))).rejects.toThrow(/wrong at a: .*Expected \{"AGENT_ID"/);
+    await expect(readAgentsFile(file('id.json', '{"bad id!": {"workspace": "w"}}'))).rejects.toThrow(/agent id is 1-128 letters/);
+  });
+});
+
+describe('parseServeOptions', () => {
+  it('reads its own flags and the model flags of npm start, and refuses the rest', () => {
+    const options = parseServeOptions(['--agents', 'a.json', '--listen', '127.0.0.1:0', '--grace-ms=250', '--base-url', 'http://127.0.0.1:9/v1', '--no-stream'], {});
+    expect(options).toMatchObject({ agentsFile: 'a.json', listen: '127.0.0.1:0', graceMs: 250, maxRunningJobsPerAgent: 2, model: { embedded: false, baseURL: 'http://127.0.0.1:9/v1', stream: false } });
+    expect(parseServeOptions(['--agents', 'a.json'], {}).model.embedded).toBe(true);
+    expect(() => parseServeOptions([], {})).toThrow(/--agents FILE is required/);
+    expect(() => parseServeOptions(['--agents', 'a.json', '--prompt', 'hi'], {})).toThrow(/serve does not take "--prompt"/);
+    expect(() => parseServeOptions(['--agents', 'a.json', '--grace-ms', 'soon'], {})).toThrow(/--grace-ms must be an integer/);
+    expect(() => parseServeOptions(['--agents'], {})).toThrow(/--agents needs a value/);
+  });
+});
+
+describe('createControlPlaneServer', () => {
+  it('listens beyond loopback only with a token', async () => {
+    const answer = async () => ({ reply: undefined });
+    const open = createControlPlaneServer({ answer, logger: silentLogger });
+    await expect(open.listen('0.0.0.0:0')).rejects.toThrow(/without a token/);
+    await open.close({ graceMs: 0 });
+    const guarded = createControlPlaneServer({ answer, logger: silentLogger, token: 't' });
+    expect(await guarded.listen('0.0.0.0:0')).toMatch(/^0\.0\.0\.0:\d+$/);
+    await guarded.close({ graceMs: 0 });
+  });
+});

@@ -1,0 +1,27 @@
+import { existsSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { loadOnFirstUse } from '../../../src/load-on-first-use.js';
+import { runningBuilt, runtimePath } from '../../../src/runtime-path.js';
+
+describe('loadOnFirstUse', () => {
+  it('loads the package on the first call and returns the same module afterwards', () => {
+    const loadYaml = loadOnFirstUse<typeof import('yaml')>('yaml');
+    const first = loadYaml();
+    expect(first.parse('a: 1')).toEqual({ a: 1 });
+    expect(loadYaml()).toBe(first);
+  });
+
+  it('throws on every call for a package that is not installed, so a later install still loads', () => {
+    const load = loadOnFirstUse('no-such-package-for-tools-runtime');
+    expect(() => load()).toThrow(/no-such-package-for-tools-runtime/);
+    expect(() => load()).toThrow(/no-such-package-for-tools-runtime/);
+  });
+});
+
+describe('runtimePath', () => {
+  it('resolves from the project root when running from source', () => {
+    expect(runningBuilt).toBe(false);
+    expect(existsSync(runtimePath('proto/toolruntime/v1/sidecar.proto'))).toBe(true);
+    expect(existsSync(runtimePath('controller/sample-workspace/README.md'))).toBe(true);
+  });
+});
