@@ -36,6 +36,7 @@ if (existsSync(join(root, 'controller/control-plane-main.ts'))) entryPoints['con
 const assets = [
   ['proto', 'proto'],
   ['controller/sample-workspace', 'controller/sample-workspace'],
+  ['controller/console/page', 'controller/console/page'],
 ];
 
 /** What a build depends on: if any is newer than the stamp, the build is stale. */

@@ -14,6 +14,8 @@ import { createSidecarClient } from './sidecar-client/create-sidecar-client.js';
 import type { ApproveCallback } from './sidecar-client/sidecar-types.js';
 import { spawnSidecar, type SpawnedSidecar } from './sidecar-client/spawn-sidecar.js';
 import { renderTurnEvent } from './render-turn-event.js';
+import type { CliConsole } from './console/cli-console.js';
+import { CONSOLE_USAGE, takeConsoleFlags, type ConsoleFlags } from './console/console-flags.js';
 import { createTurnControlPlane } from './control-plane/cli/turn-control-plane.js';
 import { renderRunnerEvent } from './control-plane/cli/workflow-run-command.js';
 import { startControllerTelemetry } from './telemetry/controller-telemetry.js';
@@ -44,14 +46,18 @@ export interface CliIo {
  */
 export async function runCli(io: CliIo): Promise<number> {
   let options: CliOptions;
+  // The web console (controller/console/): `--console [ADDR]` serves this turn's view until Ctrl-C.
+  const consoleRun: { flags?: ConsoleFlags; console?: CliConsole } = {};
   try {
-    options = parseCliOptions(io.argv, io.env);
+    const taken = takeConsoleFlags(io.argv);
+    if (taken.console) consoleRun.flags = taken.console;
+    options = parseCliOptions(taken.argv, io.env);
   } catch (error) {
     io.stderr.write(`error: ${errorMessage(error)}\n\n${USAGE}\n`);
     return 2;
   }
   if (options.help) {
-    io.stdout.write(`${USAGE}\n`);
+    io.stdout.write(`${USAGE}\n\nThe web console (controller/console/):\n${CONSOLE_USAGE}\n`);
     return 0;
   }
   const cleanups: Array<() => Promise<void>> = [];
@@ -63,15 +69,19 @@ export async function runCli(io: CliIo): Promise<number> {
     const telemetry = await startControllerTelemetry({ env: io.env, ...(options.metricsListen !== undefined ? { metricsListen: options.metricsListen } : {}) });
     if (telemetry) cleanups.push(() => telemetry.shutdown());
     if (telemetry?.metricsUrl) progress(`▶ metrics at ${telemetry.metricsUrl}`);
-    const outcome = await runOneTurn(options, io, cleanups, progress);
-    if (outcome.status === 'completed' || outcome.status === 'terminated') {
-      io.stdout.write(`${outcome.finalText}\n`);
-      return 0;
+    const outcome = await runOneTurn(options, io, cleanups, progress, consoleRun);
+    const succeeded = outcome.status === 'completed' || outcome.status === 'terminated';
+    if (succeeded) io.stdout.write(`${outcome.finalText}\n`);
+    else {
+      // A cut-off answer is still printed: the part that came, then the reason.
+      if (outcome.status === 'incomplete' && outcome.finalText) io.stdout.write(`${outcome.finalText}\n`);
+      io.stderr.write(`error: turn ${outcome.status}: ${outcome.error ?? 'no reason given'}\n`);
     }
-    // A cut-off answer is still printed: the part that came, then the reason.
-    if (outcome.status === 'incomplete' && outcome.finalText) io.stdout.write(`${outcome.finalText}\n`);
-    io.stderr.write(`error: turn ${outcome.status}: ${outcome.error ?? 'no reason given'}\n`);
-    return EXIT_CODES[outcome.status] ?? 1;
+    if (consoleRun.console && !io.signal.aborted) {
+      io.stderr.write(`▶ the turn ended; the console keeps serving at ${consoleRun.console.url} until Ctrl-C\n`);
+      await consoleRun.console.serveUntil(io.signal);
+    }
+    return succeeded ? 0 : (EXIT_CODES[outcome.status] ?? 1);
   } catch (error) {
     const reason = isToolRuntimeError(error, 'aborted') || io.signal.aborted ? 'aborted' : errorMessage(error);
     io.stderr.write(`error: ${reason.split('\n')[0]}\n`);
@@ -86,6 +96,7 @@ async function runOneTurn(
   io: CliIo,
   cleanups: Array<() => Promise<void>>,
   progress: (line: string) => void,
+  consoleRun: { flags?: ConsoleFlags; console?: CliConsole } = {},
 ): Promise<TurnOutcome> {
   const { signal } = io;
   // The openai SDK loads while the sidecar starts, rather than before it: start-up is on the path.
@@ -139,11 +150,25 @@ async function runOneTurn(
     events = file;
     cleanups.push(() => new Promise<void>((resolve) => file.end(() => resolve())));
   }
-  const onEvent = (event: TurnEvent) => {
+  let onEvent = (event: TurnEvent) => {
     events?.write(`${JSON.stringify({ time: new Date().toISOString(), ...event })}\n`);
     const line = renderTurnEvent(event);
     if (line) progress(line);
   };
+  const turnId = randomUUID();
+  // Ctrl-C, or the console's cancel button (which ends this turn only).
+  const cancelled = new AbortController();
+  const turnSignal = AbortSignal.any([signal, cancelled.signal]);
+  if (consoleRun.flags) {
+    // Loaded only with --console: plain turns never load the HTTP server.
+    const { startCliConsole } = await import('./console/cli-console.js');
+    const started = await startCliConsole({ flags: consoleRun.flags, agentId: options.agentId, sidecarAddress: address, ...(token ? { sidecarToken: token } : {}), dataDir: options.dataDir });
+    consoleRun.console = started;
+    cleanups.push(() => started.close());
+    onEvent = started.onEvent({ turnId, agentId: options.agentId, label: options.prompt.slice(0, 120) }, onEvent);
+    started.onCancel(turnId, () => cancelled.abort(new Error('cancelled from the console')));
+    io.stderr.write(`▶ console at ${started.url}\n`);
+  }
 
   const client = createSidecarClient({ address, ...(token ? { token } : {}) });
   cleanups.push(async () => client.close());
@@ -158,12 +183,13 @@ async function runOneTurn(
     onEvent: (event) => progress(renderRunnerEvent(event)),
   });
   cleanups.push(() => controlPlane.close());
-  const turnId = randomUUID();
   const approvalPolicy = options.approve === 'never' ? undefined : { mode: options.approve === 'all' ? ('not_read_only' as const) : ('destructive' as const) };
   let approve: ApproveCallback | undefined;
   if (approvalPolicy) {
     const isTerminal = io.isTerminal ?? process.stdin.isTTY === true;
-    if (isTerminal) {
+    if (consoleRun.console) {
+      approve = recordApprovals(consoleRun.console.approverFor({ turnId, agentId: options.agentId }), onEvent, 'console');
+    } else if (isTerminal) {
       const terminal = createTerminalApprover({ input: io.stdin ?? process.stdin, output: io.stderr });
       cleanups.push(async () => terminal.close());
       approve = recordApprovals(terminal.approve, onEvent, 'terminal');
@@ -173,7 +199,7 @@ async function runOneTurn(
   }
   const turn = await client.openTurn(
     { agentId: options.agentId, turnId, kind: 'text', controlPlane: true, ...(approvalPolicy ? { approvalPolicy } : {}) },
-    { signal, onClientRequest: controlPlane.onClientRequest, ...(approve ? { approve } : {}) },
+    { signal: turnSignal, onClientRequest: controlPlane.onClientRequest, ...(approve ? { approve } : {}) },
   );
   try {
     return await runTurn({
@@ -183,12 +209,12 @@ async function runOneTurn(
       toolSearch: options.toolSearch,
       flattenNamespaces: options.flattenNamespaces,
       maxModelCalls: options.maxModelCalls,
-      signal,
+      signal: turnSignal,
       onEvent,
       turnId,
     });
   } finally {
-    if (signal.aborted) turn.abort();
+    if (turnSignal.aborted) turn.abort();
     else await turn.close({ timeoutMs: 5_000 });
     await controlPlane.reportStartedRuns(signal, progress);
   }

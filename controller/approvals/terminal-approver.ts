@@ -4,7 +4,7 @@ import type { TurnEvent } from '../loop/turn-events.js';
 import type { ApprovalDecision, ApprovalRequestEvent, ApproveCallback } from '../sidecar-client/sidecar-types.js';
 
 /** Who decided an approval, as the turn events record it. */
-export type ApprovalDecider = 'terminal' | 'no-terminal' | 'callback' | 'control-plane';
+export type ApprovalDecider = 'terminal' | 'no-terminal' | 'callback' | 'control-plane' | 'console';
 
 /** An approver with a lifetime (the terminal's line reader). */
 export interface ClosableApprover {

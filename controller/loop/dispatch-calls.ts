@@ -102,6 +102,8 @@ export async function dispatchCalls(options: DispatchCallsOptions): Promise<Disp
         label: result.completedLabel || label || call.name,
         durationMs: result.durationMs,
         ...(result.error ? { error: result.error } : {}),
+        ...(result.repairs.length > 0 ? { repairs: result.repairs } : {}),
+        output: resultPreview(result),
       });
       return result;
     })();
@@ -126,4 +128,10 @@ export async function dispatchCalls(options: DispatchCallsOptions): Promise<Disp
   }
   const settled = await Promise.all(results);
   return options.calls.map((call, index) => ({ call, result: settled[index] as CallResult }));
+}
+
+/** The start of a result's text and JSON parts, for the turn events (the console shows it). */
+function resultPreview(result: CallResult, maxChars = 4_000): string {
+  const text = result.content.map((part) => (part.type === 'text' ? part.text : part.type === 'json' ? part.json : `[${part.type}]`)).join('\n');
+  return text.length > maxChars ? `${text.slice(0, maxChars)}… (${text.length - maxChars} more characters)` : text;
 }

@@ -43,6 +43,10 @@ export type TurnEvent =
       label: string;
       error?: { code: string; message: string };
       durationMs: number;
+      /** What the sidecar repaired in the raw arguments before validating them. */
+      repairs?: string[];
+      /** The start of the result's text (at most 4,000 characters) as the model will see it. */
+      output?: string;
     }
   | {
       /** The sidecar asks whether a validated call may run (the turn's approval policy). */

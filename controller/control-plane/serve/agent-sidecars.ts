@@ -13,6 +13,7 @@ export class AgentSidecars {
   readonly #clients = new Map<string, SidecarClient>();
   readonly #spawned: SpawnedSidecar[] = [];
   readonly #closers: SidecarClient[] = [];
+  readonly #addresses: Array<{ agentId: string; address: string; token?: string }> = [];
 
   private constructor() {}
 
@@ -36,6 +37,7 @@ export class AgentSidecars {
             const client = createSidecarClient({ address: spawned.address });
             sidecars.#closers.push(client);
             sidecars.#clients.set(agentId, client);
+            sidecars.#addresses.push({ agentId, address: spawned.address });
             options.logger.info('sidecar started', { agentId, workspace: entry.workspace, address: spawned.address });
             return;
           }
@@ -48,6 +50,7 @@ export class AgentSidecars {
             sidecars.#closers.push(client);
           }
           sidecars.#clients.set(agentId, client);
+          sidecars.#addresses.push({ agentId, address: entry.address, ...(token ? { token } : {}) });
         }),
       );
     } catch (error) {
@@ -71,6 +74,11 @@ export class AgentSidecars {
     const client = this.#clients.get(agentId);
     if (!client) throw new ToolRuntimeError('invalid_request', `agent "${agentId}" is not in this controller's agents file`);
     return client;
+  }
+
+  /** Where each agent's sidecar listens (and its token), for health checks (the web console). */
+  sidecarAddresses(): Array<{ agentId: string; address: string; token?: string }> {
+    return [...this.#addresses];
   }
 
   /** Closes the clients and stops the started sidecars (SIGTERM, then SIGKILL after a grace). */

@@ -17,6 +17,8 @@ import { readAgentsFile } from './read-agents-file.js';
 import { resumeAgentWorkflows } from './resume-agent-workflows.js';
 import { parseServeOptions, SERVE_USAGE, type ServeOptions } from './serve-options.js';
 import { sidecarJobTurns } from './sidecar-job-turns.js';
+import { CONSOLE_USAGE, takeConsoleFlags, type ConsoleFlags } from '../../console/console-flags.js';
+import { TurnFeed } from '../../console/turn-feed.js';
 
 /** What `serve` needs from its process. */
 export interface ServeIo {
@@ -41,14 +43,17 @@ const creates = new Set<NonNullable<ControlRequest['request']>['$case']>(['start
  */
 export async function runServe(io: ServeIo): Promise<number> {
   let options: ServeOptions;
+  let consoleFlags: ConsoleFlags | undefined; // the web console (controller/console/)
   try {
-    options = parseServeOptions(io.argv, io.env);
+    const taken = takeConsoleFlags(io.argv);
+    consoleFlags = taken.console;
+    options = parseServeOptions(taken.argv, io.env);
   } catch (error) {
     io.stderr.write(`error: ${errorMessage(error)}\n\n${SERVE_USAGE}\n`);
     return 2;
   }
   if (options.help) {
-    io.stdout.write(`${SERVE_USAGE}\n`);
+    io.stdout.write(`${SERVE_USAGE}\n\nThe web console (controller/console/):\n${CONSOLE_USAGE}\n`);
     return 0;
   }
   const logger = createJsonLogger({ stream: io.stderr, fields: { component: 'controller' } });
@@ -63,7 +68,9 @@ export async function runServe(io: ServeIo): Promise<number> {
     const model = await createModel(options, cleanups);
 
     const turnOptions = { toolSearch: options.model.toolSearch, flattenNamespaces: options.model.flattenNamespaces, maxModelCalls: options.model.maxModelCalls };
-    const workflowRunner = new WorkflowRunner({ store, model, openTaskTurn: sidecarTaskTurns((agentId) => sidecars.clientFor(agentId)), turnOptions, logger });
+    const feed = consoleFlags ? new TurnFeed() : undefined;
+    const onTurnEvent = feed ? { onTurnEvent: feed.record.bind(feed) } : {};
+    const workflowRunner = new WorkflowRunner({ store, model, openTaskTurn: sidecarTaskTurns((agentId) => sidecars.clientFor(agentId)), turnOptions, logger, ...onTurnEvent });
     const hooks: ControlHooks = { workflowRunner };
     const jobRunner = new JobRunner({
       jobs: store.jobs,
@@ -72,6 +79,7 @@ export async function runServe(io: ServeIo): Promise<number> {
       logger,
       runTurn: sidecarJobTurns({
         clientFor: (agentId) => sidecars.clientFor(agentId),
+        ...onTurnEvent,
         model,
         store,
         hooks: () => hooks,
@@ -103,6 +111,11 @@ export async function runServe(io: ServeIo): Promise<number> {
     const server = createControlPlaneServer({ answer, approvals: createApprovalOperations(store.approvals), ...(token ? { token } : {}), logger });
     cleanups.push(() => server.close({ graceMs: 1_000 }));
     const address = await server.listen(options.listen);
+    if (consoleFlags && feed) {
+      const { startServeConsole } = await import('../../console/serve-console.js'); // loaded only with --console
+      const web = await startServeConsole({ flags: consoleFlags, feed, store, agents: () => sidecars.sidecarAddresses(), answer, ...(token ? { serveToken: token } : {}), logger });
+      cleanups.push(() => web.close());
+    }
     const { resumed } = await jobRunner.start();
     const resumedRuns = await resumeAgentWorkflows(store, workflowRunner, known);
     // Runs started by another process (an npm start turn) or freed by a runner that died.

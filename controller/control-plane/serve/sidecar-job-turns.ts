@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../../src/index.js';
 import { runTurn, type RunTurnOptions } from '../../loop/run-turn.js';
+import type { TurnEvent } from '../../loop/turn-events.js';
+import { recordApprovals } from '../../approvals/terminal-approver.js';
+import type { ApproveCallback } from '../../sidecar-client/sidecar-types.js';
 import type { ResponsesModel } from '../../model/responses-model.js';
 import type { SidecarClient } from '../../sidecar-client/create-sidecar-client.js';
 import type { ApprovalPolicyInput, ClientRequestHandler } from '../../sidecar-client/sidecar-types.js';
@@ -12,6 +15,8 @@ import type { ControlPlaneStore } from '../store/control-plane-store.js';
 /** Options of `sidecarJobTurns`. */
 export interface SidecarJobTurnsOptions {
   clientFor: (agentId: string) => SidecarClient;
+  /** Each job turn's typed events (the web console records them). */
+  onTurnEvent?: (turn: { turnId: string; agentId: string; kind: string; label: string }, event: TurnEvent) => void;
   model: ResponsesModel;
   store: ControlPlaneStore;
   /** The hooks control requests from the job's turn are answered with (read at each request). */
@@ -41,6 +46,9 @@ export function sidecarJobTurns(options: SidecarJobTurnsOptions): RunJobTurn {
     const deadline = AbortSignal.timeout(maxTurnMs);
     const signal = AbortSignal.any([jobSignal, deadline]);
     const turnId = randomUUID();
+    // The console's view of this turn: its events, approvals asked and decided included.
+    const onEvent = options.onTurnEvent ? (event: TurnEvent) => options.onTurnEvent?.({ turnId, agentId: job.agentId, kind: job.scheduleId ? 'schedule' : 'job', label: `${job.jobId}: ${job.prompt.slice(0, 100)}` }, event) : undefined;
+    const recorded = (approve: ApproveCallback) => (onEvent ? recordApprovals(approve, onEvent, 'control-plane') : approve);
     const onClientRequest: ClientRequestHandler = async (event) => {
       if (event.kind !== 'control') {
         return { kind: 'approval', approved: false, reason: 'background turns run unattended: nobody can approve calls there' };
@@ -63,19 +71,19 @@ export function sidecarJobTurns(options: SidecarJobTurnsOptions): RunJobTurn {
         onClientRequest,
         ...(options.approvals
           ? {
-              approve: createStoredApprover({
+              approve: recorded(createStoredApprover({
                 approvals: options.store.approvals,
                 agentId: job.agentId,
                 turnId,
                 expiresAfterMs: options.approvals.expiresAfterMs,
                 ...(options.logger ? { logger: options.logger } : {}),
-              }),
+              })),
             }
           : {}),
       },
     );
     try {
-      const outcome = await runTurn({ model: options.model, turn, prompt: job.prompt, signal, turnId, ...options.turnOptions });
+      const outcome = await runTurn({ model: options.model, turn, prompt: job.prompt, signal, turnId, ...options.turnOptions, ...(onEvent ? { onEvent } : {}) });
       if (outcome.status === 'completed' || outcome.status === 'terminated') {
         return { status: 'succeeded', finalText: outcome.finalText, error: '' };
       }

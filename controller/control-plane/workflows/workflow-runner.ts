@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { compileJsonSchema, errorMessage, silentLogger, ToolRuntimeError, type Logger } from '../../../src/index.js';
 import { runTaskTurn, type TaskTurnOutcome } from '../../loop/run-task-turn.js';
 import type { RunTurnOptions } from '../../loop/run-turn.js';
+import type { TurnEvent } from '../../loop/turn-events.js';
 import type { ResponsesModel } from '../../model/responses-model.js';
 import type { WorkflowRunnerHook } from '../answer-control-request.js';
 import type { ControlPlaneStore } from '../store/control-plane-store.js';
@@ -24,6 +25,8 @@ export interface WorkflowRunnerOptions {
   store: ControlPlaneStore;
   model: ResponsesModel;
   openTaskTurn: OpenTaskTurn;
+  /** Each task turn's typed events (the web console records them). */
+  onTurnEvent?: (turn: { turnId: string; agentId: string; kind: string; label: string }, event: TurnEvent) => void;
   /** This runner's lease owner id (default `host:pid:random`). */
   owner?: string;
   /** How long a lease lasts without renewal (default 30 s); renewed every third of it. */
@@ -261,7 +264,7 @@ export class WorkflowRunner implements WorkflowRunnerHook {
     try {
       const session = await this.options.openTaskTurn({ agentId: run.agentId, turnId, resultSchemaJson: task.resultSchemaJson, signal });
       try {
-        outcome = await runTaskTurn({ model: this.options.model, turn: session, prompt: buildTaskPrompt(task, tasks), signal, turnId, ...this.options.turnOptions });
+        outcome = await runTaskTurn({ model: this.options.model, turn: session, prompt: buildTaskPrompt(task, tasks), signal, turnId, ...this.options.turnOptions, ...(this.options.onTurnEvent ? { onEvent: (event: TurnEvent) => this.options.onTurnEvent?.({ turnId, agentId: run.agentId, kind: 'workflow-task', label: `${run.name} · ${task.taskId} #${attempt}` }, event) } : {}) });
       } finally {
         if (signal.aborted) session.abort();
         else await session.close({ timeoutMs: 5_000 }).catch(() => session.abort());

@@ -2,6 +2,7 @@
 // clients see them, the token on every service, and ControlErrors as statuses.
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,7 +13,8 @@ import { controlPlaneClient } from '../../fixtures/control-plane-client.js';
 
 const require = createRequire(import.meta.url);
 const reflectionProtoRoot = join(dirname(require.resolve('@grpc/reflection/package.json')), 'build', 'proto');
-const healthProto = join(dirname(require.resolve('grpc-health-check/package.json')), 'proto', 'health', 'v1', 'health.proto');
+// gRPC's own health.proto, as the project keeps it (proto/grpc/health/v1/).
+const healthProto = fileURLToPath(new URL('../../../proto/grpc/health/v1/health.proto', import.meta.url));
 type AnyClient = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
 
 function clientFor(file: string, includeDirs: string[], service: string[], address: string): AnyClient {
