@@ -14,6 +14,7 @@ const suites: Array<[string, () => Promise<{ run: BenchSuite }>]> = [
   ['startup', () => import('./suites/startup.js')],
   ['brain', () => import('./suites/brain.js')],
   ['fleet', () => import('./suites/fleet.js')],
+  ['telemetry', () => import('./suites/telemetry.js')],
 ];
 
 function format(value: number): string {

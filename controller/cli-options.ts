@@ -35,6 +35,8 @@ export interface CliOptions {
    * read-only). Asked at the terminal; without one, such calls are denied.
    */
   approve: 'never' | 'destructive' | 'all';
+  /** `--metrics-listen HOST:PORT`: serve Prometheus metrics there while the turn runs. */
+  metricsListen?: string;
 }
 
 /** The default prompt of `npm start`. */
@@ -73,10 +75,12 @@ Options:
                           (default: destructive; all = every call that is not read-only). Asked
                           y/N at the terminal; without a terminal such calls are denied, so use
                           --approve never for unattended runs that may change the workspace
+  --metrics-listen ADDR   serve Prometheus metrics at http://ADDR/metrics (HOST:PORT) while it runs
   --quiet                 print only the final answer
   --help                  this text
 
-Environment: OPENAI_API_KEY (the key), OPENAI_BASE_URL (the endpoint), as the openai SDK reads them.
+Environment: OPENAI_API_KEY (the key), OPENAI_BASE_URL (the endpoint), as the openai SDK reads them;
+OTEL_EXPORTER_OTLP_ENDPOINT and the other OTEL_* variables send traces and metrics to a collector.
 Exit status: 0 when the turn completed; 1 with a one-line reason otherwise; 2 on bad usage;
 3 when the model's answer was cut off (incomplete; the part that came is printed);
 4 when the provider reported the response failed or cancelled.`;
@@ -123,6 +127,7 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
         'data-dir': { type: 'string' },
         quiet: { type: 'boolean' },
         approve: { type: 'string' },
+        'metrics-listen': { type: 'string' },
       },
     }).values;
   } catch (error) {
@@ -170,5 +175,6 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
     dataDir: parsed['data-dir'] ?? defaultDataDir(),
     quiet: parsed.quiet === true,
     approve,
+    ...(parsed['metrics-listen'] !== undefined ? { metricsListen: parsed['metrics-listen'] } : {}),
   };
 }

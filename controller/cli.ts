@@ -18,6 +18,7 @@ import type { CliConsole } from './console/cli-console.js';
 import { CONSOLE_USAGE, takeConsoleFlags, type ConsoleFlags } from './console/console-flags.js';
 import { createTurnControlPlane } from './control-plane/cli/turn-control-plane.js';
 import { renderRunnerEvent } from './control-plane/cli/workflow-run-command.js';
+import { startControllerTelemetry } from './telemetry/controller-telemetry.js';
 
 const sampleWorkspace = runtimePath('controller/sample-workspace/');
 
@@ -64,6 +65,10 @@ export async function runCli(io: CliIo): Promise<number> {
     if (!options.quiet) io.stderr.write(`${line}\n`);
   };
   try {
+    // Traces and metrics only when OTEL_* or --metrics-listen asks (the sidecar child inherits OTEL_*).
+    const telemetry = await startControllerTelemetry({ env: io.env, ...(options.metricsListen !== undefined ? { metricsListen: options.metricsListen } : {}) });
+    if (telemetry) cleanups.push(() => telemetry.shutdown());
+    if (telemetry?.metricsUrl) progress(`▶ metrics at ${telemetry.metricsUrl}`);
     const outcome = await runOneTurn(options, io, cleanups, progress, consoleRun);
     const succeeded = outcome.status === 'completed' || outcome.status === 'terminated';
     if (succeeded) io.stdout.write(`${outcome.finalText}\n`);

@@ -2,6 +2,7 @@
 import { runWorkflowCommand } from './control-plane/cli/workflow-run-command.js';
 import { runApprovalsCommand } from './control-plane/approvals/approvals-command.js';
 import { runServe } from './control-plane/serve/run-serve.js';
+import { startControllerTelemetry } from './telemetry/controller-telemetry.js';
 
 /** What a command needs from its process; it returns the exit code. */
 interface CommandIo {
@@ -24,6 +25,7 @@ Commands:
   workflow run FILE.json | workflow resume RUN_ID    run one workflow to completion in this process
   workflow list | show RUN_ID | cancel RUN_ID       read or cancel runs in the store, as an operator
   serve --agents FILE                                run schedules, background jobs and workflows, serve ControlPlaneService
+Any command also takes --metrics-listen HOST:PORT (Prometheus metrics at /metrics); OTEL_* sends traces and metrics.
   approvals list | approve ID | deny ID              the calls of job and scheduled turns waiting for a decision`;
 
 const controller = new AbortController();
@@ -41,7 +43,18 @@ if (!command) {
   process.stderr.write(`${name === undefined || name === '--help' ? '' : `error: unknown command "${name}"\n\n`}${USAGE}\n`);
   process.exitCode = name === '--help' ? 0 : 2;
 } else {
+  // Traces and metrics of the commands' turns when OTEL_* or --metrics-listen ADDR (any command;
+  // taken out before the command parses its flags) asks; no OpenTelemetry module otherwise.
+  const at = rest.findIndex((arg) => arg === '--metrics-listen' || arg.startsWith('--metrics-listen='));
+  const metricsListen = at < 0 ? undefined : rest[at]!.includes('=') ? rest[at]!.slice('--metrics-listen='.length) : (rest[at + 1] ?? '');
+  if (at >= 0) rest.splice(at, rest[at]!.includes('=') ? 1 : 2);
+  const telemetry = await startControllerTelemetry({ env: process.env, ...(metricsListen !== undefined ? { metricsListen } : {}) }).catch((error: unknown) => {
+    process.stderr.write(`error: telemetry: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(2);
+  });
+  if (telemetry?.metricsUrl) process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'info', msg: 'metrics listening', url: telemetry.metricsUrl })}\n`);
   process.exitCode = await command({ argv: rest, env: process.env, stdout: process.stdout, stderr: process.stderr, signal: controller.signal });
+  await telemetry?.shutdown();
 }
 process.off('SIGINT', onSignal);
 process.off('SIGTERM', onSignal);

@@ -9,6 +9,7 @@ import type { Catalogs } from './categories/category.js';
 import { defaultCommandEnvAllowList, defaultSidecarLimits, type SidecarConfig, type SidecarLimits } from './config.js';
 import { isLoopbackAddress } from './grpc/listen-address.js';
 import { createSidecarServer, type SidecarTls } from './server.js';
+import { startSidecarTelemetry, type SidecarTelemetry } from './telemetry/sidecar-telemetry.js';
 
 /** What the sidecar's flags say. */
 export interface SidecarCliOptions {
@@ -18,6 +19,8 @@ export interface SidecarCliOptions {
   token?: string;
   tls?: SidecarTls;
   config: SidecarConfig;
+  /** `--metrics-listen HOST:PORT`: serve Prometheus metrics there. */
+  metricsListen?: string;
 }
 
 /** A usage error: the CLI prints it and exits 2. */
@@ -57,6 +60,7 @@ const flags = {
   'brain-max-page-bytes': { type: 'string' },
   'brain-max-total-bytes': { type: 'string' },
   skills: { type: 'string' },
+  'metrics-listen': { type: 'string' },
 } as const;
 
 const limitFlags: Array<[keyof typeof flags, keyof SidecarLimits]> = [
@@ -199,7 +203,7 @@ export function parseSidecarArgs(argv: string[], env: NodeJS.ProcessEnv = proces
       `refusing to listen on ${listen} without --token-file: use a loopback address (127.0.0.1, ::1, localhost) or unix:/path, or give a token`,
     );
   }
-  return { listen, logLevel, token, tls, config };
+  return { listen, logLevel, token, tls, config, ...(values['metrics-listen'] !== undefined ? { metricsListen: values['metrics-listen'] } : {}) };
 }
 
 /**
@@ -220,6 +224,18 @@ export async function runSidecarCli(
     process.exit(isToolRuntimeError(error) ? 2 : 1);
   }
   const logger = createJsonLogger({ level: parsed.logLevel, fields: { component: 'sidecar' } });
+  // Telemetry (traces, metrics) only when OTEL_* or --metrics-listen asks: otherwise no OpenTelemetry module loads.
+  let telemetry: SidecarTelemetry | undefined;
+  try {
+    telemetry = await startSidecarTelemetry({ env: process.env, ...(parsed.metricsListen !== undefined ? { metricsListen: parsed.metricsListen } : {}) });
+  } catch (error) {
+    process.stderr.write(`tools-runtime sidecar: telemetry: ${errorMessage(error)}\n`);
+    process.exit(isToolRuntimeError(error) ? 2 : 1);
+  }
+  if (telemetry?.metricsUrl) {
+    process.stdout.write(`${JSON.stringify({ event: 'metrics', url: telemetry.metricsUrl })}\n`);
+    logger.info('metrics listening', { url: telemetry.metricsUrl });
+  }
   const catalogs = options.createCatalogs(parsed.config, { logger });
   const server = createSidecarServer({
     catalogs,
@@ -227,6 +243,7 @@ export async function runSidecarCli(
     logger,
     token: parsed.token,
     tls: parsed.tls,
+    ...(telemetry ? { telemetry } : {}),
   });
   let address: string;
   try {
@@ -245,6 +262,7 @@ export async function runSidecarCli(
       async () => {
         // Closing the catalogs stops the Brain worker (it finishes the batch in hand).
         await catalogs.close?.();
+        await telemetry?.shutdown();
         process.exit(0);
       },
       (error: unknown) => {

@@ -8,6 +8,7 @@ import { createSidecarHealth } from './grpc/health-service.js';
 import { addLazyReflection } from './grpc/lazy-reflection.js';
 import { boundAddress, isLoopbackAddress } from './grpc/listen-address.js';
 import { createSidecarService } from './grpc/sidecar-service.js';
+import type { SidecarTelemetry } from './telemetry/sidecar-telemetry.js';
 
 const SERVICE_NAME = 'toolruntime.v1.ToolSidecarService';
 
@@ -39,6 +40,7 @@ export interface SidecarServer {
 /**
  * Creates the sidecar server for embedding from Node (the CLI uses it too). With `token`, every
  * RPC must carry `authorization: Bearer <token>`; with `tls`, it serves TLS (mutual with a client CA).
+ * With `telemetry` (from `startSidecarTelemetry`), turns and calls are traced and measured.
  */
 export function createSidecarServer(options: {
   catalogs: Catalogs;
@@ -46,6 +48,7 @@ export function createSidecarServer(options: {
   logger: Logger;
   token?: string;
   tls?: SidecarTls;
+  telemetry?: SidecarTelemetry;
 }): SidecarServer {
   const { config, logger } = options;
   const server = new grpc.Server({
@@ -53,7 +56,7 @@ export function createSidecarServer(options: {
     'grpc.max_send_message_length': config.limits.maxMessageBytes,
     interceptors: options.token ? [createTokenInterceptor(options.token)] : [],
   });
-  const service = createSidecarService({ catalogs: options.catalogs, config, logger });
+  const service = createSidecarService({ catalogs: options.catalogs, config, logger, ...(options.telemetry ? { telemetry: options.telemetry } : {}) });
   server.addService(createToolSidecarServiceDefinition({ maxMessageBytes: config.limits.maxMessageBytes }), service.implementation);
   const health = createSidecarHealth({ '': 'SERVING', [SERVICE_NAME]: 'SERVING' });
   health.addToServer(server);

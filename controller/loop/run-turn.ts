@@ -6,6 +6,7 @@ import type { ToolSearchMode } from './collect-provider-tools.js';
 import { dispatchCalls, type DispatchedCall } from './dispatch-calls.js';
 import { createToolCatalog } from './tool-catalog.js';
 import { toFunctionOutput } from './to-function-output.js';
+import { controllerTelemetry } from '../telemetry/controller-telemetry.js';
 import type { TurnEvent, TurnStatus } from './turn-events.js';
 
 /** Options of `runTurn`. */
@@ -71,7 +72,10 @@ export const DEFAULT_BASE_INSTRUCTIONS =
  * not run (no model would read their outputs): each gets an output saying the turn stopped.
  */
 export async function runTurn(options: RunTurnOptions): Promise<TurnOutcome> {
-  const { model, turn } = options;
+  // With telemetry on, the model and the tool turn come back wrapped: each request and call a span.
+  const traced = controllerTelemetry()?.startTurn({ turnId: options.turnId ?? '', model: options.model, turn: options.turn });
+  const model = traced ? traced.model : options.model;
+  const turn = traced ? traced.turn : options.turn;
   const signal = options.signal ?? new AbortController().signal;
   const emit = options.onEvent ?? (() => {});
   const maxModelCalls = options.maxModelCalls ?? 50;
@@ -90,6 +94,7 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutcome> {
   let lastText = '';
 
   const finish = (status: TurnStatus, finalText: string, error?: string): TurnOutcome => {
+    traced?.end(status, error);
     emit({ type: 'turn-finished', status, finalText, modelCalls, ...(error ? { error } : {}) });
     return { status, finalText, input, modelCalls, ...(error ? { error } : {}) };
   };

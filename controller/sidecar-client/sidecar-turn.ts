@@ -252,8 +252,8 @@ export class SidecarTurn implements ToolTurn {
           namespace: request.namespace ?? '',
           argumentsJson: request.argumentsJson,
           deadlineMs: request.deadlineMs ?? 0,
-          traceparent: '',
-          tracestate: '',
+          traceparent: request.traceparent ?? '',
+          tracestate: request.tracestate ?? '',
         },
       },
     });

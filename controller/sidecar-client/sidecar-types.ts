@@ -139,6 +139,9 @@ export interface CallRequest {
   argumentsJson: string;
   /** 0 or absent: the sidecar's default. */
   deadlineMs?: number;
+  /** W3C trace context of the span dispatching this call (CallTool.traceparent/tracestate). */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 /** A call in flight: iterate its events (ends after the result), or await `result`. */

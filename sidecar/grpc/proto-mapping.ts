@@ -80,6 +80,8 @@ export function toCallRequest(call: CallTool): CallRequest {
     namespace: call.namespace,
     argumentsJson: call.argumentsJson,
     deadlineMs: call.deadlineMs,
+    traceparent: call.traceparent,
+    tracestate: call.tracestate,
   };
 }
 

@@ -12,6 +12,7 @@ import type { SidecarConfig } from '../config.js';
 import { createClientRequests, type ControlChannel } from '../turn/client-requests.js';
 import { createTurnSession } from '../turn/turn-session.js';
 import { checkTurnContext } from './check-turn-request.js';
+import type { SidecarTelemetry } from '../telemetry/sidecar-telemetry.js';
 import { toGrpcStatus } from './grpc-status.js';
 import { toDomainTurnContext, toToolDefinition } from './proto-mapping.js';
 import { handleTurn, type OpenedTurn, type TurnHandle } from './turn-handler.js';
@@ -28,8 +29,8 @@ const inspectionChannel: ControlChannel = {
 };
 
 /** Builds the ToolSidecarService over the catalogs: AssembleTools and Turn. */
-export function createSidecarService(options: { catalogs: Catalogs; config: SidecarConfig; logger: Logger }): SidecarService {
-  const { catalogs, config, logger } = options;
+export function createSidecarService(options: { catalogs: Catalogs; config: SidecarConfig; logger: Logger; telemetry?: SidecarTelemetry }): SidecarService {
+  const { catalogs, config, logger, telemetry } = options;
   const turns = new Set<TurnHandle>();
 
   const assemble = async (turn: TurnContext, signal: AbortSignal, control: ControlChannel | undefined) => {
@@ -42,18 +43,21 @@ export function createSidecarService(options: { catalogs: Catalogs; config: Side
     const { assembled, definitions } = await assemble(turn, signal, clientRequests.channel);
     const logFields = { agentId: turn.agentId, turnId: turn.turnId, ...turn.labels };
     logger.info('turn opened', { ...logFields, kind: turn.kind, tools: assembled.tools.length });
+    const traced = telemetry?.openTurn(turn, logger);
+    const session = createTurnSession({
+      tools: assembled.tools,
+      limits: config.limits,
+      logger: traced ? traced.logger : logger,
+      logFields,
+      clientRequests,
+      ...(turn.approvalPolicy ? { approvalPolicy: turn.approvalPolicy } : {}),
+      ...(traced ? { validateArguments: traced.validateArguments } : {}),
+    });
     return {
       tools: definitions,
       instructions: assembled.instructions,
       maxCallsInFlight: config.limits.maxConcurrentCallsPerTurn,
-      session: createTurnSession({
-        tools: assembled.tools,
-        limits: config.limits,
-        logger,
-        logFields,
-        clientRequests,
-        ...(turn.approvalPolicy ? { approvalPolicy: turn.approvalPolicy } : {}),
-      }),
+      session: traced ? traced.wrap(session) : session,
     };
   };
 

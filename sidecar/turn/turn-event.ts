@@ -57,4 +57,7 @@ export interface CallRequest {
   argumentsJson: string;
   /** 0 means the sidecar's default. */
   deadlineMs: number;
+  /** W3C trace context of the client's span for this call (empty or absent: none). */
+  traceparent?: string;
+  tracestate?: string;
 }

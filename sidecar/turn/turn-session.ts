@@ -95,11 +95,14 @@ export function createTurnSession(options: {
   approvalPolicy?: ApprovalPolicy;
   /** Labels for log lines (agent, turn). */
   logFields?: Record<string, unknown>;
+  /** Repairs and validates a call's arguments (default `validateToolArguments`; telemetry wraps it). */
+  validateArguments?: typeof validateToolArguments;
   now?: () => number;
 }): TurnSession {
   const { limits, logger } = options;
   const now = options.now ?? (() => performance.now());
   const toolMap = agentToolMap(options.tools);
+  const validate = options.validateArguments ?? validateToolArguments;
   const scheduler = createCallScheduler();
   const highWaterMark = Math.max(1, Math.min(EMIT_HIGH_WATER_MARK, Math.floor(limits.maxQueuedEvents / 2)));
   const queue = createEventQueue<TurnEvent>({ highWaterMark });
@@ -191,7 +194,7 @@ export function createTurnSession(options: {
         fail(callId, 'unknown_tool', `there is no tool named ${quotePrefix(shown)} in this turn; call one of the tools you were given.`);
         return;
       }
-      const validation = validateToolArguments(tool, request.argumentsJson, { maxBytes: limits.maxArgumentsBytes });
+      const validation = validate(tool, request.argumentsJson, { maxBytes: limits.maxArgumentsBytes });
       const repairs = validation.repairs.map(String);
       if (!validation.ok) {
         fail(callId, validation.error.code, validation.error.message, repairs);
