@@ -20,11 +20,17 @@ export function instanceEnv(): Record<string, string> {
   return { [INSTANCE_ENV]: instanceId };
 }
 
-/** A process's start time (clock ticks since boot), or `undefined` when it does not run. */
+/**
+ * A process's start time (clock ticks since boot), or `undefined` when it does not run. A zombie
+ * does not run: a SIGKILLed sidecar whose parent died too can stay one for as long as nothing reaps
+ * it (a container's PID 1 often does not), and it must not pass for a live sidecar.
+ */
 function startTime(pid: number): string | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (fields[0] === 'Z' || fields[0] === 'X') return undefined;
+    return fields[19];
   } catch {
     return undefined;
   }
