@@ -26,11 +26,11 @@ const dist = join(root, 'dist');
 const entryPoints = {
   'sidecar/main': 'sidecar/main.ts',
   'controller/main': 'controller/main.ts',
+  // The control plane's CLI: `npm run controller -- serve | workflow | approvals`.
+  'controller/control-plane-main': 'controller/control-plane-main.ts',
   // Brain's upkeep worker thread (sidecar/categories/brain/start-brain-worker.ts starts it from here).
   'sidecar/brain-worker': 'sidecar/categories/brain/brain-worker.ts',
 };
-// The control plane's CLI (`npm run controller -- serve | workflow run | approvals`), once it exists.
-if (existsSync(join(root, 'controller/control-plane-main.ts'))) entryPoints['controller/control-plane-main'] = 'controller/control-plane-main.ts';
 
 /** Copied as they are: [source, destination under dist/]. */
 const assets = [

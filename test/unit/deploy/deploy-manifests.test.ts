@@ -160,6 +160,19 @@ describe('deploy/ manifests', () => {
     }
   });
 
+  it('containers run the built entry points with plain node, the ones .ci/build.mjs makes', () => {
+    const build = readFileSync(new URL('../../../.ci/build.mjs', import.meta.url), 'utf8');
+    for (const [container, entry] of [
+      [controller, 'controller/control-plane-main'],
+      [sidecar, 'sidecar/main'],
+    ] as const) {
+      const command = container.command ?? [];
+      expect(command[0]).toBe('node');
+      expect(command.at(-1)).toBe(`dist/${entry}.js`);
+      expect(build).toContain(`'${entry}':`);
+    }
+  });
+
   it('secret names and keys agree, and the agent pod holds no control-plane credential', () => {
     const referenced = (pod: IPodSpec, container: IContainer) => [
       ...(pod.volumes ?? []).flatMap((volume) => (volume.secret ? (volume.secret.items ?? []).map((item) => [volume.secret!.secretName!, item.key]) : [])),
