@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import { processIsRunning } from '../../../src/process-liveness.js';
 
 /**
  * A lease owner id for a runner of this process: `host:pid:random`. The host and pid let a runner
@@ -10,7 +11,7 @@ export function newRunnerOwner(): string {
   return `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
 }
 
-/** The owners among `owners` whose process ran on this host and no longer exists. */
+/** The owners among `owners` whose process ran on this host and no longer runs (gone, or a zombie). */
 export function deadLocalOwners(owners: Iterable<string>): string[] {
   const host = hostname();
   const dead: string[] = [];
@@ -18,11 +19,7 @@ export function deadLocalOwners(owners: Iterable<string>): string[] {
     const [ownerHost, pidText] = owner.split(':');
     const pid = Number(pidText);
     if (ownerHost !== host || !Number.isInteger(pid) || pid <= 0 || pid === process.pid) continue;
-    try {
-      process.kill(pid, 0);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ESRCH') dead.push(owner);
-    }
+    if (!processIsRunning(pid)) dead.push(owner);
   }
   return dead;
 }
