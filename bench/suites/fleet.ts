@@ -15,8 +15,8 @@ export async function run(): Promise<BenchRow[]> {
   const unavailable = postgresUnavailableReason();
   if (unavailable) return [{ suite, name: 'fleet simulation', value: Number.NaN, unit: '', note: `skipped: ${unavailable}` }];
   const throughputAgents = Number(process.env.FLEET_THROUGHPUT_AGENTS ?? 120);
-  // serve takes at most 256 agents per agents file, and every controller here runs every agent.
-  const chaosAgents = Number(process.env.FLEET_AGENTS ?? 240);
+  // The issue's fleet: 1,000 agent ids over the sidecars below; every controller runs every agent.
+  const chaosAgents = Number(process.env.FLEET_AGENTS ?? 1000);
   const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
   const cluster = await startPostgresCluster();
   try {

@@ -8,8 +8,11 @@ export type AgentSidecarEntry =
   | { kind: 'address'; address: string; tokenFile?: string }
   | { kind: 'workspace'; workspace: string; stateDir?: string };
 
-/** The most agents one `serve` process takes. */
-export const MAX_AGENTS = 256;
+/**
+ * The most agents one `serve` process takes: a platform's fleet (the fleet simulation runs 1,000),
+ * still a bound on what one file can make a controller hold.
+ */
+export const MAX_AGENTS = 10_000;
 
 const AGENT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 const entry = z.union([

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createControlPlaneServer } from '../../../../../controller/control-plane/grpc/control-plane-server.js';
-import { readAgentsFile } from '../../../../../controller/control-plane/serve/read-agents-file.js';
+import { MAX_AGENTS, readAgentsFile } from '../../../../../controller/control-plane/serve/read-agents-file.js';
 import { parseServeOptions } from '../../../../../controller/control-plane/serve/serve-options.js';
 import { silentLogger } from '../../../../../src/index.js';
 
@@ -31,6 +31,14 @@ describe('readAgentsFile', () => {
     await expect(readAgentsFile(file('empty.json', '{}'))).rejects.toThrow(/names no agent/);
     await expect(readAgentsFile(file('both.json', '{"a": {"address": "x:1", "workspace": "w"}}'))).rejects.toThrow(/wrong at a: .*Expected \{"AGENT_ID"/);
     await expect(readAgentsFile(file('id.json', '{"bad id!": {"workspace": "w"}}'))).rejects.toThrow(/agent id is 1-128 letters/);
+  });
+
+  it('takes a fleet of 1,000 agents and refuses one more than MAX_AGENTS', async () => {
+    const fleet = (n: number) => JSON.stringify(Object.fromEntries(Array.from({ length: n }, (_, i) => [`agent-${i}`, { address: `127.0.0.1:${7000 + (i % 5)}` }])));
+    expect(MAX_AGENTS).toBe(10_000);
+    expect((await readAgentsFile(file('fleet.json', fleet(1_000)))).size).toBe(1_000);
+    expect((await readAgentsFile(file('largest.json', fleet(MAX_AGENTS)))).size).toBe(MAX_AGENTS);
+    await expect(readAgentsFile(file('over.json', fleet(MAX_AGENTS + 1)))).rejects.toThrow(/names 10001 agents; at most 10000/);
   });
 });
 
