@@ -1,18 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { errorMessage, isToolRuntimeError } from '../src/index.js';
 import { createTerminalApprover, denyWithoutTerminal, recordApprovals } from './approvals/terminal-approver.js';
-import { runtimePath } from '../src/runtime-path.js';
+import { connectCliSidecar, createCliModel } from './cli-services.js';
 import { parseCliOptions, USAGE, type CliOptions } from './cli-options.js';
 import { runTurn, type TurnOutcome } from './loop/run-turn.js';
 import type { TurnEvent, TurnStatus } from './loop/turn-events.js';
-import { startEmbeddedModel, EMBEDDED_MODEL_NAME } from './model/embedded-model.js';
 import { createSidecarClient } from './sidecar-client/create-sidecar-client.js';
 import type { ApproveCallback } from './sidecar-client/sidecar-types.js';
-import { spawnSidecar, type SpawnedSidecar } from './sidecar-client/spawn-sidecar.js';
 import { renderTurnEvent } from './render-turn-event.js';
 import type { CliConsole } from './console/cli-console.js';
 import { CONSOLE_USAGE, takeConsoleFlags, type ConsoleFlags } from './console/console-flags.js';
@@ -20,7 +15,6 @@ import { createTurnControlPlane } from './control-plane/cli/turn-control-plane.j
 import { renderRunnerEvent } from './control-plane/cli/workflow-run-command.js';
 import { startControllerTelemetry } from './telemetry/controller-telemetry.js';
 
-const sampleWorkspace = runtimePath('controller/sample-workspace/');
 
 /** Exit codes of turn statuses other than 0 (completed, terminated) and 1 (any other failure). */
 export const EXIT_CODES: Partial<Record<TurnStatus, number>> = { incomplete: 3, model_failed: 4 };
@@ -99,50 +93,11 @@ async function runOneTurn(
   consoleRun: { flags?: ConsoleFlags; console?: CliConsole } = {},
 ): Promise<TurnOutcome> {
   const { signal } = io;
-  // The openai SDK loads while the sidecar starts, rather than before it: start-up is on the path.
-  const loadingModel = import('./model/openai-responses-model.js');
-  loadingModel.catch(() => {}); // awaited below; a failure surfaces there
-  let address = options.sidecar;
-  let token: string | undefined;
-  let spawned: SpawnedSidecar | undefined;
-  if (options.tokenFile) token = (await readFile(options.tokenFile, 'utf8')).split('\n')[0]?.trim();
-  if (!address) {
-    let workspace = options.workspace;
-    const extraArgs: string[] = [];
-    if (!workspace) {
-      const scratch = await mkdtemp(join(tmpdir(), 'controller-'));
-      cleanups.push(() => rm(scratch, { recursive: true, force: true }));
-      workspace = join(scratch, 'workspace');
-      await cp(sampleWorkspace, workspace, { recursive: true });
-      // A throwaway workspace gets throwaway sidecar state (its todo list), removed with it,
-      // rather than a folder per run under ~/.local/state.
-      extraArgs.push('--state-dir', join(scratch, 'state'));
-    }
-    progress(`▶ starting the sidecar over ${workspace}`);
-    spawned = await spawnSidecar({ workspace, signal, extraArgs });
-    const sidecar = spawned;
-    cleanups.push(() => sidecar.stop());
-    address = spawned.address;
-  }
-
-  let baseURL = options.baseURL;
-  if (options.embedded) {
-    const embedded = await startEmbeddedModel({ signal });
-    cleanups.push(() => embedded.close());
-    baseURL = embedded.baseURL;
-  }
-  const { createOpenAIResponsesModel } = await loadingModel;
-  const model = createOpenAIResponsesModel({
-    model: options.embedded ? EMBEDDED_MODEL_NAME : options.model,
-    // Servers of one's own (vLLM, a gateway on loopback) often need no key, but the SDK refuses to
-    // start without one: send a placeholder, and let a server that does check answer 401.
-    apiKey: options.embedded ? 'embedded-no-key' : (options.apiKey ?? 'no-key'),
-    ...(baseURL ? { baseURL } : {}),
-    stream: options.stream,
-    maxRetryAfterMs: options.maxRetryAfterMs,
-    streamIdleTimeoutMs: options.streamIdleTimeoutMs,
-    includeEncryptedReasoning: !options.embedded && (!baseURL || new URL(baseURL).hostname === 'api.openai.com'),
-  });
+  // The model (the SDK's load, the embedded server) starts while the sidecar starts: start-up is on the path.
+  const starting = createCliModel(options, cleanups, signal);
+  starting.catch(() => {}); // awaited below; a failure surfaces there
+  const { address, token } = await connectCliSidecar(options, cleanups, signal, progress);
+  const model = await starting;
 
   let events: NodeJS.WritableStream | undefined;
   if (options.eventsFile) {

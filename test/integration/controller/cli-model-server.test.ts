@@ -2,6 +2,9 @@
 // Responses server that misbehaves: exit codes, Ctrl-C during a long retry-after, the flags.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { messageItem } from '../../../controller/model/responses-wire.js';
@@ -14,11 +17,11 @@ afterAll(async () => {
 });
 
 /** Starts `controller/main.ts` with `args` (tsx directly, so a SIGINT reaches it as a terminal's would). */
-function startController(args: string[]): { child: ChildProcess; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {
+function startController(args: string[], entry = 'controller/main.ts'): { child: ChildProcess; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {
   const env = { ...process.env };
   delete env.OPENAI_API_KEY;
   delete env.OPENAI_BASE_URL;
-  const child = spawn(`${root}node_modules/.bin/tsx`, [`${root}controller/main.ts`, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(`${root}node_modules/.bin/tsx`, [`${root}${entry}`, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -69,6 +72,24 @@ describe('the controller CLI against a misbehaving model server', () => {
     expect(interrupted.stderr).toContain('interrupted: aborting the turn');
     expect(interrupted.stderr).toMatch(/error: turn aborted|error: aborted/);
     expect(patient.requests).toHaveLength(1);
+  }, 120_000);
+
+  it('workflow run takes the same model flags: a retry-after over --max-retry-after-ms fails the attempt at once', async () => {
+    const limited: ScriptStep = { status: 429, body: { error: { message: 'slow down' } }, headers: { 'retry-after': '600' } };
+    const capped = await server([limited, limited, { output: [messageItem('never')] }]);
+    const dir = mkdtempSync(join(tmpdir(), 'workflow-retry-'));
+    try {
+      const file = join(dir, 'workflow.json');
+      const resultSchema = { type: 'object', properties: { n: { type: 'number' } }, required: ['n'], additionalProperties: false };
+      writeFileSync(file, JSON.stringify({ name: 'retry-cap', tasks: [{ id: 'a', prompt: 'Count.', result_schema: resultSchema, max_attempts: 1 }] }));
+      const run = await startController(['workflow', 'run', file, '--base-url', capped.baseURL, '--data-dir', join(dir, 'data'), '--max-retry-after-ms', '5000'], 'controller/control-plane-main.ts').done;
+      expect(run.code).not.toBe(0);
+      expect(run.code).not.toBeNull();
+      expect(run.stderr).toContain('longer than the 5 s this controller waits');
+      expect(capped.requests).toHaveLength(1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 120_000);
 
   it('refuses a bad value for the new flags with exit 2', async () => {
