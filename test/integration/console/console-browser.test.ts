@@ -1,7 +1,7 @@
 // The web console in a real browser: Debian's chromium driven by playwright-core (executablePath,
 // no browser download), against a real `controller serve --console` child process with a spawned
 // sidecar, real SQLite and gRPC, and the tests' scripted Responses server.
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,15 +13,16 @@ import { JobState } from '../../../src/gen/toolruntime/v1/control_plane.js';
 import { startScriptedAgentModel, type ScriptedAgentModel } from '../../fakes/scripted-agent-model.js';
 import { controlPlaneClient, until } from '../../fixtures/control-plane-client.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
+import { requireSystemTools } from '../../fixtures/system-tools.js';
 
 const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const hasChromium = existsSync(chromiumPath);
-if (!hasChromium) {
-  const line = `console browser suite: ${chromiumPath} is missing; enable with: apt-get install chromium`;
-  // CI installs it (.ci/run): there a missing browser fails the run instead of skipping.
-  if (process.env.CI === 'true') throw new Error(`CI=true and ${line}`);
-  console.warn(`skipped: ${line}`);
-}
+// Skips with one line in the run's summary when the browser is absent; CI installs it (.ci/run),
+// and there a missing browser fails the run instead.
+const needs = requireSystemTools({
+  suite: 'the console browser test (test/integration/console/console-browser.test.ts)',
+  tools: [{ name: 'chromium', executable: chromiumPath }],
+  aptPackages: ['chromium'],
+});
 
 const output = fileURLToPath(new URL('../../output/console/', import.meta.url));
 let dir: string;
@@ -41,7 +42,7 @@ async function screenshot(name: string): Promise<void> {
   await page.screenshot({ path: join(output, `${name}.png`), fullPage: true });
 }
 
-describe.skipIf(!hasChromium)('the web console in Chromium', () => {
+describe('the web console in Chromium', needs, () => {
   beforeAll(async () => {
     mkdirSync(output, { recursive: true });
     dir = mkdtempSync(join(tmpdir(), 'console-browser-'));
