@@ -69,7 +69,7 @@ export async function run(): Promise<BenchRow[]> {
       });
       try {
         const start = performance.now();
-        const created = await store.workflows.createRun({ agentId: 'bench', definition: workflow, maxRunningPerAgent: 100, owner: runner.owner, leaseMs: runner.leaseMs });
+        const created = await store.workflows.createRun({ agentId: 'bench', definition: workflow, maxRunningPerAgent: 100 });
         runner.adopt(created.runId);
         const finished = await runner.waitForRun(created.runId, { signal: AbortSignal.timeout(600_000) });
         const wallMs = performance.now() - start;

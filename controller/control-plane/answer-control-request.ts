@@ -8,10 +8,7 @@ import { defaultWorkflowLimits, type WorkflowLimits } from './workflows/validate
 
 /** The workflow runner of this process, as the control handlers reach it. */
 export interface WorkflowRunnerHook {
-  /** The runner's lease owner id: a run started here is held by it from the start. */
-  readonly owner: string;
-  readonly leaseMs: number;
-  /** A run was just created for this runner: start running it. */
+  /** A run was just created here: start claiming its tasks. */
   adopt(runId: string): void;
   /** A run was cancelled in the store: abort its running task turns now. */
   cancelled(runId: string, reason: string): void;

@@ -69,8 +69,6 @@ export function createTurnControlPlane(options: {
       }
       const { store, runner } = context;
       const hook: WorkflowRunnerHook = {
-        owner: runner.owner,
-        leaseMs: runner.leaseMs,
         adopt: (runId) => {
           started.push(runId);
           runner.adopt(runId);

@@ -32,8 +32,9 @@ Options:
   --model, --embedded, --stream/--no-stream, --tool-search, --flatten-namespaces,
   --max-model-calls (per task turn), --agent-id, --quiet
 
-\`workflow resume\` takes over a run left running by a runner that is gone (killed, or its lease ran
-out): committed tasks are kept, tasks that were running run again as new attempts.
+\`workflow resume\` runs a run that is still running in the store: committed tasks are kept, tasks
+whose runner is gone (killed, or its claim ran out) run again as new attempts, and a task a live
+runner holds stays with it while this process runs the rest.
 
 Exit status: 0 when the run succeeded; 1 when it failed, was cancelled or could not run; 2 on bad
 usage or an invalid workflow file (one line on stderr).`;
@@ -120,8 +121,6 @@ export async function runWorkflowRunCommand(args: string[], io: CliIo): Promise<
       agentId: parsed.options.agentId,
       definition,
       maxRunningPerAgent: defaultWorkflowLimits.maxRunningPerAgent,
-      owner: runner.owner,
-      leaseMs: runner.leaseMs,
     });
     progress(`▶ workflow "${definition.name}": run ${created.runId}, ${definition.tasks.length} tasks, max_parallel ${definition.maxParallel}, store ${store.location}`);
     return created.runId;
@@ -129,9 +128,9 @@ export async function runWorkflowRunCommand(args: string[], io: CliIo): Promise<
 }
 
 /**
- * `workflow resume RUN_ID`: takes over a run that is still running in the store and whose runner is
- * gone (its process ended, or its lease ran out), and runs it to the end as `workflow run` does:
- * committed tasks are kept, tasks that were running run again as new attempts.
+ * `workflow resume RUN_ID`: runs a run that is still running in the store to the end as `workflow
+ * run` does: committed tasks are kept, tasks whose runner is gone (its process ended, or its claim
+ * ran out) run again as new attempts; tasks a live runner holds stay with it.
  */
 export async function runWorkflowResumeCommand(args: string[], io: CliIo): Promise<number> {
   const [runId, ...flags] = args;
@@ -149,11 +148,12 @@ export async function runWorkflowResumeCommand(args: string[], io: CliIo): Promi
     const run = await store.workflows.getRun(runId);
     if (!run) throw new ControlPlaneError('not_found', `no workflow run "${runId}" in ${store.location}`);
     if (run.state !== 'running') return runId;
-    const claimed = await store.workflows.claimRuns({ owner: runner.owner, leaseMs: runner.leaseMs, runId, takeOverFrom: deadLocalOwners(run.owner ? [run.owner] : []) });
-    if (claimed.length === 0) {
-      throw new ControlPlaneError('unavailable', `run ${runId} is held by the runner ${run.owner ?? '?'} until ${new Date(run.leaseUntil ?? 0).toISOString()}; try again after that`);
-    }
     progress(`▶ resuming workflow "${run.name}": run ${runId}, store ${store.location}`);
+    const owners = [...new Set(run.tasks.flatMap((task) => (task.state === 'running' && task.owner ? [task.owner] : [])))];
+    const gone = new Set(deadLocalOwners(owners));
+    const live = owners.filter((owner) => !gone.has(owner));
+    // Tasks of a runner that is gone run again here at once; a live runner keeps its tasks (until its claim lapses).
+    if (live.length > 0) progress(`  tasks running under ${live.join(', ')} stay with it; this process runs the others and waits for the run to end`);
     return runId;
   });
 }

@@ -14,7 +14,6 @@ import { sidecarTaskTurns } from '../workflows/sidecar-task-turns.js';
 import { WorkflowRunner } from '../workflows/workflow-runner.js';
 import { AgentSidecars } from './agent-sidecars.js';
 import { readAgentsFile } from './read-agents-file.js';
-import { resumeAgentWorkflows } from './resume-agent-workflows.js';
 import { parseServeOptions, SERVE_USAGE, type ServeOptions } from './serve-options.js';
 import { sidecarJobTurns } from './sidecar-job-turns.js';
 import { CONSOLE_USAGE, takeConsoleFlags, type ConsoleFlags } from '../../console/console-flags.js';
@@ -70,7 +69,18 @@ export async function runServe(io: ServeIo): Promise<number> {
     const turnOptions = { toolSearch: options.model.toolSearch, flattenNamespaces: options.model.flattenNamespaces, maxModelCalls: options.model.maxModelCalls };
     const feed = consoleFlags ? new TurnFeed() : undefined;
     const onTurnEvent = feed ? { onTurnEvent: feed.record.bind(feed) } : {};
-    const workflowRunner = new WorkflowRunner({ store, model, openTaskTurn: sidecarTaskTurns((agentId) => sidecars.clientFor(agentId)), turnOptions, logger, ...onTurnEvent });
+    const workflowRunner = new WorkflowRunner({
+      store,
+      model,
+      openTaskTurn: sidecarTaskTurns((agentId) => sidecars.clientFor(agentId)),
+      turnOptions,
+      logger,
+      maxRunningTasks: options.maxRunningTasks,
+      // On PostgreSQL a task's claim is a pg-boss job that expires after --claim-expiry-s and cannot
+      // be extended: a task turn ends before then, so a live controller never has its claim taken over.
+      attemptTimeoutMs: options.database ? Math.min(options.taskTimeoutMs, Math.max(1_000, options.claimExpirySeconds * 1000 - 2_000)) : options.taskTimeoutMs,
+      ...onTurnEvent,
+    });
     const hooks: ControlHooks = { workflowRunner };
     const jobRunner = new JobRunner({
       jobs: store.jobs,
@@ -117,12 +127,12 @@ export async function runServe(io: ServeIo): Promise<number> {
       cleanups.push(() => web.close());
     }
     const { resumed } = await jobRunner.start();
-    const resumedRuns = await resumeAgentWorkflows(store, workflowRunner, known);
-    // Runs started by another process (an npm start turn) or freed by a runner that died.
-    const pickup = startPicking(() => resumeAgentWorkflows(store, workflowRunner, known), logger);
-    cleanups.push(() => pickup.stop());
+    // Claims the ready tasks of every run of these agents: runs started here or by another process
+    // (an npm start turn, another controller), and attempts whose runner is gone.
+    const runningRuns = (await store.workflows.listRuns({ state: 'running', limit: 10_000 })).filter((run) => known.has(run.agentId)).length;
+    workflowRunner.serveAgents(known);
     scheduler.start();
-    io.stdout.write(`${JSON.stringify({ event: 'listening', address, dataDir: options.dataDir, agents: sidecars.agentIds, resumedJobs: resumed, resumedWorkflowRuns: resumedRuns.length })}\n`);
+    io.stdout.write(`${JSON.stringify({ event: 'listening', address, dataDir: options.dataDir, agents: sidecars.agentIds, resumedJobs: resumed, runningWorkflowRuns: runningRuns })}\n`);
     logger.info('controller serving', { address, store: store.location, agents: sidecars.agentIds, auth: token !== undefined });
 
     await new Promise<void>((resolve) => {
@@ -132,7 +142,7 @@ export async function runServe(io: ServeIo): Promise<number> {
     logger.info('shutting down: no new work; running turns get the grace', { graceMs: options.graceMs, runningJobs: jobRunner.runningCount });
     // Draining: health says NOT_SERVING for the whole grace while the server still answers.
     server.drain();
-    await Promise.all([scheduler.close(), pickup.stop()]);
+    await scheduler.close();
     // Workflow task turns stop at once (their attempt is logged interrupted and runs again at the
     // next start, not counted against max_attempts); job turns get the grace.
     await Promise.all([workflowRunner.close(), jobRunner.close({ graceMs: options.graceMs })]);
@@ -171,18 +181,4 @@ async function readToken(path: string): Promise<string> {
   })).split('\n')[0]?.trim() ?? '';
   if (token === '') throw new Error(`the token file ${path} is empty`);
   return token;
-}
-
-/** Calls `pick` every `everyMs` (one call at a time) until stopped; failures are logged. */
-function startPicking(pick: () => Promise<unknown>, logger: Logger, everyMs = 2_000): { stop(): Promise<void> } {
-  let current: Promise<unknown> = Promise.resolve();
-  const timer = setInterval(() => {
-    current = current.then(pick).catch((error: unknown) => logger.warn('could not pick up workflow runs', { error: errorMessage(error) }));
-  }, everyMs);
-  return {
-    async stop() {
-      clearInterval(timer);
-      await current;
-    },
-  };
 }

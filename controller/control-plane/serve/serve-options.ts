@@ -10,7 +10,7 @@ export interface ServeOptions {
   dataDir: string;
   /** A PostgreSQL URL shared by several controllers (`--database`, else DATABASE_URL); absent: SQLite in dataDir. */
   database?: string;
-  /** With `database`: how long a claim on a job turn lives before another controller may run the job (s). */
+  /** With `database`: how long a claim on a job turn or a task attempt lives before another controller may run it (s). */
   claimExpirySeconds: number;
   agentsFile: string;
   /** The bearer token ControlPlaneService requires (first line of the file). */
@@ -21,6 +21,10 @@ export interface ServeOptions {
   maxRunningJobsPerAgent: number;
   /** The longest one job's (or scheduled) turn may run (ms). */
   jobTimeoutMs: number;
+  /** Workflow task turns this controller runs at once, over all runs. */
+  maxRunningTasks: number;
+  /** The longest one workflow task turn may run before its attempt fails (ms; with PostgreSQL, also under the claim expiry). */
+  taskTimeoutMs: number;
   /** Which calls of job and scheduled turns wait for an operator's approval (`approvals` command). */
   approve: 'never' | 'destructive' | 'all';
   /** How long a stored approval waits before it expires as denied (ms). */
@@ -39,12 +43,16 @@ Options:
   --listen ADDR              where to serve (default 127.0.0.1:7400; a non-loopback address needs --token-file)
   --data-dir DIR             the store's folder (default ~/.local/state/tools-runtime/controller)
   --database URL             postgres://... : a PostgreSQL store shared with other controllers (default DATABASE_URL; neither: SQLite in --data-dir)
-  --claim-expiry-s N         with PostgreSQL: a job turn claimed by a controller that died runs elsewhere after N s (default 900; the same on every controller, longer than any turn)
+  --claim-expiry-s N         with PostgreSQL: a job turn or workflow task attempt claimed by a controller that died runs
+                             elsewhere after N s (default 900; the same on every controller, longer than any turn)
   --agents FILE              JSON: {"AGENT_ID": {"address": "HOST:PORT", "tokenFile": "F"} | {"workspace": "DIR"}, ...}
   --token-file FILE          require "authorization: Bearer <first line of FILE>" on every RPC
   --grace-ms N               on SIGTERM, let running turns finish for N ms before aborting them (default 10000)
   --max-running-jobs N       background jobs of one agent running at once (default 2)
   --job-timeout-ms N         abort a job's (or scheduled) turn that runs longer, failing the job (default 1800000)
+  --max-running-tasks N      workflow task turns this controller runs at once, over all runs (default 16)
+  --task-timeout-ms N        a workflow task turn running longer fails its attempt (default 1800000; with
+                             PostgreSQL at most the claim expiry less 2 s)
   --approve WHEN             never | destructive | all: calls of job and scheduled turns that wait for an
                              operator (npm run controller -- approvals list|approve ID|deny ID); default destructive
   --approval-timeout-ms N    a stored approval nobody decides expires as denied after N ms (default 3600000)
@@ -53,7 +61,7 @@ Options:
                              the model, as for npm start (default: the embedded scripted model)
   --help                     this text`;
 
-const own = new Set(['--listen', '--data-dir', '--database', '--claim-expiry-s', '--agents', '--token-file', '--grace-ms', '--max-running-jobs', '--job-timeout-ms', '--approve', '--approval-timeout-ms']);
+const own = new Set(['--listen', '--data-dir', '--database', '--claim-expiry-s', '--agents', '--token-file', '--grace-ms', '--max-running-jobs', '--job-timeout-ms', '--max-running-tasks', '--task-timeout-ms', '--approve', '--approval-timeout-ms']);
 const modelFlags = new Set(['--base-url', '--model', '--embedded', '--stream', '--no-stream', '--tool-search', '--flatten-namespaces', '--max-model-calls']);
 const modelFlagsWithValue = new Set(['--base-url', '--model', '--tool-search', '--max-model-calls']);
 
@@ -106,6 +114,8 @@ export function parseServeOptions(argv: string[], env: NodeJS.ProcessEnv): Serve
     graceMs: count(values, '--grace-ms', 10_000, 0),
     maxRunningJobsPerAgent: count(values, '--max-running-jobs', 2, 1),
     jobTimeoutMs: count(values, '--job-timeout-ms', 1_800_000, 1),
+    maxRunningTasks: count(values, '--max-running-tasks', 16, 1),
+    taskTimeoutMs: count(values, '--task-timeout-ms', 1_800_000, 1),
     model: {
       embedded: cli.embedded,
       ...(cli.baseURL ? { baseURL: cli.baseURL } : {}),

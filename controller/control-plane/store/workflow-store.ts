@@ -42,6 +42,8 @@ export interface WorkflowTaskRecord {
   resultJson?: string;
   /** Why the last attempt failed. */
   error?: string;
+  /** While running: the runner that claimed its current attempt. */
+  owner?: string;
 }
 
 /** A stored workflow run with its tasks in definition order. */
@@ -56,10 +58,6 @@ export interface WorkflowRunRecord {
   createdAt: string;
   finishedAt?: string;
   error?: string;
-  /** The runner that holds the run's lease, if any. */
-  owner?: string;
-  /** Epoch ms until which `owner` holds it. */
-  leaseUntil?: number;
 }
 
 /** One attempt of one task, as logged. */
@@ -71,66 +69,91 @@ export interface WorkflowAttemptRecord {
   /** Absent while the attempt runs. */
   outcome?: 'committed' | 'failed' | 'interrupted' | 'cancelled';
   error?: string;
+  /** The runner that claimed it. */
+  owner?: string;
+}
+
+/** A task attempt a runner claimed: the runner runs it, then commits or ends it. */
+export interface TaskClaim {
+  runId: string;
+  taskId: string;
+  agentId: string;
+  attempt: number;
+  /** The claim's id in the store's queue (a pg-boss job id on PostgreSQL). */
+  claimId: string;
+}
+
+/** Which runs a runner claims tasks of: those of `runIds`, of `agentIds`, or (neither given) every run. */
+export interface TaskClaimScope {
+  runIds?: readonly string[];
+  agentIds?: readonly string[];
+}
+
+/** The state of a task and its run after an attempt ended or committed. */
+export interface AttemptSettled {
+  /** The task afterwards (undefined: no such task). */
+  taskState: WorkflowTaskState | undefined;
+  /** The run afterwards: `succeeded` when this commit was its last task, `failed` when this failure used up the task's attempts. */
+  runState: WorkflowRunState | undefined;
+  /** Set when the run is no longer running: why it ended (for `failed` and `cancelled`). */
+  runError?: string;
 }
 
 /** The result of `commitResult`. */
-export type CommitOutcome = { committed: true } | { committed: false; reason: 'already_committed' | 'not_running' };
+export type CommitOutcome = ({ committed: true } | { committed: false; reason: 'already_committed' | 'not_running' }) & Pick<AttemptSettled, 'runState' | 'runError'>;
 
-/** The workflow operations of the store. Each state change is one transaction. */
+/**
+ * The workflow operations of the store. Each state change is one transaction.
+ *
+ * Work is claimed, not assigned: a task whose dependencies are committed is ready, and any runner
+ * may claim its next attempt with `claimTask` (at most `maxParallel` tasks of a run queued or
+ * running at once). On SQLite a claim is a row lease the runner renews; on PostgreSQL every attempt
+ * is a pg-boss job, fetched with SKIP LOCKED and expired by pg-boss when its runner dies. The store
+ * itself ends a run: the commit of its last task makes it `succeeded`, the failure that uses up a
+ * task's attempts makes it `failed`, in the same transaction.
+ */
 export interface WorkflowStore {
   /**
    * Persists a new running run and its pending tasks, unless the agent already has
-   * `maxRunningPerAgent` running runs (checked in the same transaction).
+   * `maxRunningPerAgent` running runs (checked in the same transaction). Its first ready tasks are
+   * claimable at once.
    *
    * @throws ControlPlaneError `limit_exceeded` when the agent is at its limit.
    */
-  createRun(input: {
-    agentId: string;
-    definition: WorkflowDefinition;
-    maxRunningPerAgent: number;
-    /** Holds the run for this runner from the start (the lease lasts `leaseMs`). */
-    owner?: string;
-    leaseMs?: number;
-  }): Promise<WorkflowRunRecord>;
+  createRun(input: { agentId: string; definition: WorkflowDefinition; maxRunningPerAgent: number }): Promise<WorkflowRunRecord>;
   getRun(runId: string): Promise<WorkflowRunRecord | undefined>;
   /** Newest first; every agent's when `agentId` is absent. */
   listRuns(query: { agentId?: string; state?: WorkflowRunState; limit: number }): Promise<WorkflowRunRecord[]>;
   /**
-   * Takes the lease of running runs that are free (no owner, a lease that ran out, or an owner named
-   * in `takeOverFrom`; never its own), or only `runId` when given. Tasks a former owner left running go back to
-   * pending and their open attempt is logged `interrupted` (it does not count against max_attempts).
-   * Returns the ids taken.
+   * Claims the next attempt of a ready task of a running run in `scope` for `owner`: the task goes
+   * to running and a new attempt is logged. A task whose attempt was claimed by a runner that is gone
+   * (its claim expired, or its owner is named in `takeOverFrom`) is claimed again: that attempt is
+   * logged `interrupted` and does not count against max_attempts. Undefined when nothing is ready.
    */
-  claimRuns(input: { owner: string; leaseMs: number; runId?: string; takeOverFrom?: string[] }): Promise<string[]>;
-  /** Extends the lease of the owner's runs; returns the ids it still holds. */
-  renewLeases(input: { owner: string; leaseMs: number; runIds: string[] }): Promise<string[]>;
-  /** Gives a run's lease up (the run stays as it is, for another runner to claim). */
-  releaseRun(input: { owner: string; runId: string }): Promise<void>;
+  claimTask(input: TaskClaimScope & { owner: string; leaseMs: number; takeOverFrom?: readonly string[] }): Promise<TaskClaim | undefined>;
   /**
-   * Moves a pending task of a running run to running and logs a new attempt.
-   * Returns the attempt number, or undefined when the run or task is not in a state to start.
+   * Keeps `owner`'s claims alive (extends their lease where the store has one) and returns those it
+   * still holds: the attempt is still the task's current one and its run still running. A claim not
+   * returned was taken over or its run ended: the runner stops that attempt.
    */
-  startAttempt(input: { runId: string; taskId: string }): Promise<number | undefined>;
+  renewClaims(input: { owner: string; leaseMs: number; claims: readonly TaskClaim[] }): Promise<TaskClaim[]>;
+  /** The runners that hold the claim of some running task (to find the ones that are gone). */
+  claimOwners(): Promise<string[]>;
   /**
-   * Ends a running attempt without a commit. `failed` counts against max_attempts (the task goes
-   * back to pending, or to failed at the limit); `interrupted` does not (back to pending).
-   * Returns the task's state afterwards.
+   * Ends a claimed attempt without a commit. `failed` counts against max_attempts (the task becomes
+   * claimable again, or fails at the limit, which fails the run); `interrupted` does not (claimable
+   * again at once). No change when the attempt is no longer the task's current one.
    */
-  endAttempt(input: {
-    runId: string;
-    taskId: string;
-    attempt: number;
-    outcome: 'failed' | 'interrupted';
-    error: string;
-  }): Promise<WorkflowTaskState | undefined>;
+  endAttempt(input: { runId: string; taskId: string; attempt: number; outcome: 'failed' | 'interrupted'; error: string }): Promise<AttemptSettled>;
   /**
    * Commits a task's result: exactly once per (run, task), enforced by a unique key, and only while
-   * the run is running.
+   * the run is running. The tasks it makes ready become claimable; the last one succeeds the run.
    */
   commitResult(input: { runId: string; taskId: string; attempt: number; resultJson: string }): Promise<CommitOutcome>;
   /**
    * Ends a running run: pending tasks become skipped, running ones cancelled (their open attempts
-   * logged `cancelled`). No change when the run is not running. Returns the run afterwards.
+   * logged `cancelled`, their claims dropped). No change when the run is not running. Returns the
+   * run afterwards.
    */
   finishRun(input: { runId: string; state: Exclude<WorkflowRunState, 'running'>; error?: string }): Promise<WorkflowRunRecord | undefined>;
   /** The attempt log of one run, in start order. */

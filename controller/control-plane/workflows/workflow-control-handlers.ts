@@ -23,12 +23,7 @@ export const workflowControlHandlers: ControlHandlers = {
     if (value.agentId === '') throw new ControlPlaneError('invalid_request', 'agent_id is required to start a workflow');
     const definition = validateWorkflowDefinition(fromProtoDefinition(value.definition), context.limits);
     const runner = context.hooks.workflowRunner;
-    const run = await context.store.workflows.createRun({
-      agentId: value.agentId,
-      definition,
-      maxRunningPerAgent: context.limits.maxRunningPerAgent,
-      ...(runner ? { owner: runner.owner, leaseMs: runner.leaseMs } : {}),
-    });
+    const run = await context.store.workflows.createRun({ agentId: value.agentId, definition, maxRunningPerAgent: context.limits.maxRunningPerAgent });
     runner?.adopt(run.runId);
     return { $case: 'startWorkflow', value: { run: toProtoWorkflowRun(run) } };
   },
@@ -49,7 +44,7 @@ export const workflowControlHandlers: ControlHandlers = {
     const reason = value.reason.trim() || 'cancelled by request';
     const run = await context.store.workflows.finishRun({ runId: found.runId, state: 'cancelled', error: reason });
     // Abort its running task turns at once when they run in this process; a runner elsewhere sees
-    // the run end at its next lease renewal.
+    // the run end at its next claim renewal.
     context.hooks.workflowRunner?.cancelled(found.runId, reason);
     return { $case: 'cancelWorkflow', value: { run: toProtoWorkflowRun(run ?? found) } };
   },

@@ -7,7 +7,7 @@ import type { TurnEvent } from '../../loop/turn-events.js';
 import type { ResponsesModel } from '../../model/responses-model.js';
 import type { WorkflowRunnerHook } from '../answer-control-request.js';
 import type { ControlPlaneStore } from '../store/control-plane-store.js';
-import type { WorkflowRunRecord, WorkflowTaskRecord } from '../store/workflow-store.js';
+import type { TaskClaim, TaskClaimScope, WorkflowRunRecord } from '../store/workflow-store.js';
 import { buildTaskPrompt } from './build-task-prompt.js';
 import { checkSubmittedResult } from './check-submitted-result.js';
 import { deadLocalOwners, newRunnerOwner } from './runner-owner.js';
@@ -27,244 +27,300 @@ export interface WorkflowRunnerOptions {
   openTaskTurn: OpenTaskTurn;
   /** Each task turn's typed events (the web console records them). */
   onTurnEvent?: (turn: { turnId: string; agentId: string; kind: string; label: string }, event: TurnEvent) => void;
-  /** This runner's lease owner id (default `host:pid:random`). */
+  /** This runner's claim owner id (default `host:pid:random`). */
   owner?: string;
-  /** How long a lease lasts without renewal (default 30 s); renewed every third of it. */
+  /** How long a claim lasts without renewal where the store leases claims (SQLite; default 30 s). */
   leaseMs?: number;
+  /** How often the runner looks for claimable tasks, renews its claims and checks its runs (default 1 s, at most a third of `leaseMs`). */
+  pollMs?: number;
+  /** Task turns this runner runs at once, over all runs (default 16); each run's max_parallel holds as well. */
+  maxRunningTasks?: number;
+  /** A task turn running longer is aborted and its attempt fails (default 30 min). */
+  attemptTimeoutMs?: number;
   /** Passed to each task turn's loop. */
   turnOptions?: Pick<RunTurnOptions, 'toolSearch' | 'flattenNamespaces' | 'maxModelCalls' | 'callDeadlineMs'>;
   logger?: Logger;
   onEvent?: (event: WorkflowRunnerEvent) => void;
 }
 
-type StopReason = 'cancelled' | 'failed' | 'closing' | 'lost-lease';
+/** Why a running attempt was stopped. */
+type StopReason = 'cancelled' | 'run-ended' | 'closing' | 'lost-claim' | 'timeout';
 
-interface DrivenRun {
-  /** Aborts the run's task turns (and their sidecar calls). */
-  tasks: AbortController;
+interface RunningAttempt {
+  claim: TaskClaim;
+  abort: AbortController;
   stopReason?: StopReason;
   done: Promise<void>;
 }
 
+const claimKey = (claim: TaskClaim) => `${claim.runId}\u0000${claim.taskId}\u0000${claim.attempt}`;
+
 /**
- * Runs workflow runs from the store: each task as an isolated task turn, at most `max_parallel` at a
- * time, a task once all its dependencies are committed; each submitted value validated again
- * against the persisted schema and committed exactly once; a task that uses up its attempts fails
- * the run (pending tasks skipped, running ones aborted and marked cancelled). The runner holds a
- * lease on each run it drives and renews it; `close()` aborts running task turns, logs their
- * attempts as interrupted and gives the leases up, so the next runner resumes at once.
+ * Runs workflow task attempts claimed from the store. Work is claimed, not assigned: any runner
+ * whose scope covers a run may claim its ready tasks (SQLite: a leased row; PostgreSQL: a pg-boss
+ * job), so several controllers share one run and a runner that dies loses only the attempts it
+ * held. Each attempt is an isolated task turn; a submitted value is validated again against the
+ * persisted schema and committed exactly once by the store, which also ends the run (its last
+ * commit, or a task that used up its attempts). `close()` aborts running task turns and hands their
+ * attempts back uncounted, so another runner takes them at once.
  */
 export class WorkflowRunner implements WorkflowRunnerHook {
   readonly owner: string;
   readonly leaseMs: number;
   private readonly options: WorkflowRunnerOptions;
   private readonly logger: Logger;
-  private readonly runs = new Map<string, DrivenRun>();
+  private readonly pollMs: number;
+  private readonly maxRunningTasks: number;
+  private readonly attemptTimeoutMs: number;
+  private readonly attempts = new Map<string, RunningAttempt>();
   private readonly schemas = new Map<string, ReturnType<typeof compileJsonSchema>>();
-  private leaseTimer: NodeJS.Timeout | undefined;
-  private claimTimer: NodeJS.Timeout | undefined;
+  /** Runs adopted by id (the CLI's); `agents` widens the scope to every run of those agents (serve), `all` to every run. */
+  private readonly runIds = new Set<string>();
+  private agents: Set<string> | 'all' | undefined;
+  /** Runs this runner worked on or was asked about, whose end it reports once. */
+  private readonly known = new Set<string>();
+  private readonly reported = new Set<string>();
+  private readonly waiters = new Map<string, Set<() => void>>();
+  private gone: string[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private pumping: Promise<void> | undefined;
+  private pumpAgain = false;
+  private ticking = false;
   private closed = false;
 
   constructor(options: WorkflowRunnerOptions) {
     this.options = options;
     this.owner = options.owner ?? newRunnerOwner();
     this.leaseMs = options.leaseMs ?? 30_000;
+    this.pollMs = Math.max(20, Math.min(options.pollMs ?? 1_000, Math.floor(this.leaseMs / 3)));
+    this.maxRunningTasks = options.maxRunningTasks ?? 16;
+    this.attemptTimeoutMs = options.attemptTimeoutMs ?? 1_800_000;
     this.logger = options.logger ?? silentLogger;
   }
 
-  /** Starts driving a run this runner already holds (created with its owner id). */
+  /** Runs the tasks of `runId` (a run just created here, or one to resume): claims its ready tasks from now on. */
   adopt(runId: string): void {
-    if (this.closed || this.runs.has(runId)) return;
-    const entry: DrivenRun = { tasks: new AbortController(), done: Promise.resolve() };
-    // Every task turn of the run listens on this one signal (opening, the model call, its calls):
-    // a few listeners per running task, up to max_parallel tasks.
-    setMaxListeners(256, entry.tasks.signal);
-    this.runs.set(runId, entry);
-    entry.done = this.drive(runId, entry)
-      .catch((error: unknown) => {
-        this.logger.error('workflow run stopped on an error; it stays running for the next runner', { runId, error: errorMessage(error) });
-      })
-      .finally(() => this.runs.delete(runId));
-    this.leaseTimer ??= setInterval(() => void this.renewLeases(), Math.max(50, Math.floor(this.leaseMs / 3))).unref();
+    if (this.closed) return;
+    this.runIds.add(runId);
+    this.known.add(runId);
+    this.start();
   }
 
   /**
-   * Claims the running runs nobody holds (no owner, a lease that ran out, an owner process on this
-   * host that is gone) and drives them. Their committed tasks are kept; tasks left running become
-   * new attempts. Returns the run ids taken.
+   * Runs the tasks of every run of `agentIds` (a `serve` controller's agents), including runs other
+   * processes started and attempts of runners that are gone.
    */
-  async resume(): Promise<string[]> {
-    if (this.closed) return [];
-    const running = await this.options.store.workflows.listRuns({ state: 'running', limit: 10_000 });
-    const takeOverFrom = deadLocalOwners(running.flatMap((run) => (run.owner ? [run.owner] : [])));
-    const claimed = await this.options.store.workflows.claimRuns({ owner: this.owner, leaseMs: this.leaseMs, takeOverFrom });
-    for (const runId of claimed) this.adopt(runId);
-    if (claimed.length > 0) this.logger.info('resumed workflow runs', { runIds: claimed });
-    return claimed;
+  serveAgents(agentIds: Iterable<string>): void {
+    if (this.closed) return;
+    this.agents = new Set(agentIds);
+    this.start();
   }
 
-  /**
-   * Claims free runs every `intervalMs` (as `resume()` does) until `close()`: for a long-lived
-   * controller, so runs that other processes started or left behind get driven here.
-   */
-  watchForFreeRuns(options: { intervalMs: number }): void {
-    if (this.closed || this.claimTimer) return;
-    const tick = () => {
-      this.resume().catch((error: unknown) => this.logger.warn('could not claim free workflow runs', { error: errorMessage(error) }));
-    };
-    this.claimTimer = setInterval(tick, options.intervalMs).unref();
-    tick();
+  /** Runs the tasks of every run in the store, whichever agent's. */
+  serveAll(): void {
+    if (this.closed) return;
+    this.agents = 'all';
+    this.start();
   }
 
-  /** The run was cancelled in the store: abort its running task turns now. */
+  /** The run was cancelled in the store: abort its running task turns here now. */
   cancelled(runId: string, reason: string): void {
-    const entry = this.runs.get(runId);
-    if (!entry) return;
-    entry.stopReason ??= 'cancelled';
-    entry.tasks.abort(new ToolRuntimeError('aborted', `the workflow was cancelled: ${reason}`));
+    this.stopRun(runId, 'cancelled', `the workflow was cancelled: ${reason}`);
+    void this.reportIfEnded(runId);
   }
 
   /**
-   * Waits until this runner stops driving `runId` (finished, cancelled, or the runner closed) and
-   * returns the stored run.
+   * Waits until `runId` is no longer running in the store (whichever runner ended it) or this
+   * runner closes, and returns the stored run.
    *
    * @throws ToolRuntimeError `aborted` when `signal` aborts first.
    */
   async waitForRun(runId: string, options: { signal?: AbortSignal } = {}): Promise<WorkflowRunRecord | undefined> {
-    const entry = this.runs.get(runId);
-    if (entry) {
-      const { signal } = options;
+    const { signal } = options;
+    this.known.add(runId);
+    for (;;) {
       if (signal?.aborted) throw new ToolRuntimeError('aborted', 'waiting for the workflow was aborted');
+      const run = await this.options.store.workflows.getRun(runId);
+      if (!run || run.state !== 'running' || this.closed) return run;
       await new Promise<void>((resolve, reject) => {
-        const onAbort = () => reject(new ToolRuntimeError('aborted', 'waiting for the workflow was aborted'));
-        signal?.addEventListener('abort', onAbort, { once: true });
-        void entry.done.then(() => {
+        const waiting = this.waiters.get(runId) ?? new Set();
+        this.waiters.set(runId, waiting);
+        const done = () => {
+          clearTimeout(timer);
+          waiting.delete(done);
           signal?.removeEventListener('abort', onAbort);
           resolve();
-        });
+        };
+        const onAbort = () => {
+          done();
+          reject(new ToolRuntimeError('aborted', 'waiting for the workflow was aborted'));
+        };
+        // Woken when this runner sees the run change; the poll covers runners elsewhere.
+        const timer = setTimeout(done, this.pollMs);
+        waiting.add(done);
+        signal?.addEventListener('abort', onAbort, { once: true });
       });
     }
-    return this.options.store.workflows.getRun(runId);
   }
 
-  /** The ids of the runs this runner drives now. */
+  /** The ids of the runs this runner has task turns running for now. */
   activeRuns(): string[] {
-    return [...this.runs.keys()];
+    return [...new Set([...this.attempts.values()].map((attempt) => attempt.claim.runId))];
   }
 
   /**
-   * Stops: aborts every running task turn (attempts logged `interrupted`, not counted against
-   * max_attempts), waits for them to end, and gives the leases up. Idempotent.
+   * Stops claiming, aborts every running task turn (its attempt is handed back `interrupted`, not
+   * counted against max_attempts, and claimable by another runner at once) and waits for them to
+   * end. Idempotent.
    */
   async close(): Promise<void> {
     this.closed = true;
-    if (this.leaseTimer) clearInterval(this.leaseTimer);
-    if (this.claimTimer) clearInterval(this.claimTimer);
-    this.leaseTimer = undefined;
-    this.claimTimer = undefined;
-    const entries = [...this.runs.entries()];
-    for (const [, entry] of entries) {
-      entry.stopReason ??= 'closing';
-      entry.tasks.abort(new ToolRuntimeError('aborted', 'the workflow runner is stopping'));
-    }
-    await Promise.all(entries.map(([, entry]) => entry.done));
-    for (const [runId] of entries) await this.options.store.workflows.releaseRun({ owner: this.owner, runId }).catch(() => {});
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.pumping?.catch(() => undefined);
+    const running = [...this.attempts.values()];
+    for (const attempt of running) this.stop(attempt, 'closing', 'the workflow runner is stopping');
+    await Promise.all(running.map((attempt) => attempt.done));
+    for (const waiting of this.waiters.values()) for (const wake of [...waiting]) wake();
   }
 
-  private async renewLeases(): Promise<void> {
-    const runIds = [...this.runs.keys()];
-    if (runIds.length === 0 || this.closed) return;
-    try {
-      const held = new Set(await this.options.store.workflows.renewLeases({ owner: this.owner, leaseMs: this.leaseMs, runIds }));
-      for (const runId of runIds) {
-        const entry = this.runs.get(runId);
-        if (held.has(runId) || !entry) continue;
-        // Ended elsewhere (cancelled through another process) or taken over: stop its task turns.
-        const run = await this.options.store.workflows.getRun(runId);
-        entry.stopReason ??= run?.state === 'running' ? 'lost-lease' : 'cancelled';
-        entry.tasks.abort(new ToolRuntimeError('aborted', run?.state === 'running' ? 'another runner took the workflow over' : `the workflow ${run?.state ?? 'disappeared'}`));
-      }
-    } catch (error) {
-      this.logger.warn('could not renew workflow leases', { error: errorMessage(error) });
+  private start(): void {
+    if (this.timer) {
+      this.pump();
+      return;
     }
+    this.timer = setInterval(() => void this.tick(), this.pollMs).unref();
+    // The first tick learns which claim owners are gone before it claims, so their tasks run here at once.
+    void this.tick();
   }
 
-  private async drive(runId: string, entry: DrivenRun): Promise<void> {
-    const running = new Map<string, Promise<void>>();
-    try {
-      await this.driveLoop(runId, entry, running);
-    } catch (error) {
-      // The store failed under the run: stop its task turns and leave it for the next runner.
-      entry.stopReason ??= 'closing';
-      entry.tasks.abort(new ToolRuntimeError('aborted', `the workflow runner failed: ${errorMessage(error)}`));
-      await Promise.allSettled(running.values());
-      throw error;
-    }
+  private scope(): TaskClaimScope | undefined {
+    if (this.agents === 'all') return {};
+    if (this.agents) return { agentIds: [...this.agents] };
+    return this.runIds.size > 0 ? { runIds: [...this.runIds] } : undefined;
   }
 
-  private async driveLoop(runId: string, entry: DrivenRun, running: Map<string, Promise<void>>): Promise<void> {
-    const { store } = this.options;
-    const run = await store.workflows.getRun(runId);
-    if (!run || run.state !== 'running') return;
-    const tasks = new Map(run.tasks.map((task) => [task.taskId, { ...task }]));
-    const signal = entry.tasks.signal;
-    for (;;) {
-      if (signal.aborted) break;
-      const all = [...tasks.values()];
-      const failedTask = all.find((task) => task.state === 'failed');
-      if (failedTask || all.every((task) => task.state === 'committed')) {
-        const error = failedTask ? `task "${failedTask.taskId}" failed after ${failedTask.failedAttempts} attempts: ${failedTask.error ?? 'no reason'}` : undefined;
-        if (failedTask) entry.stopReason ??= 'failed';
-        const finished = await store.workflows.finishRun({ runId, state: failedTask ? 'failed' : 'succeeded', ...(error ? { error } : {}) });
-        if (failedTask) entry.tasks.abort(new ToolRuntimeError('aborted', `the workflow failed: ${error}`));
-        this.options.onEvent?.({ type: 'run-finished', runId, state: finished?.state ?? 'failed', ...(finished?.error ? { error: finished.error } : {}) });
-        break;
-      }
-      let ended = false;
-      for (const task of all) {
-        if (running.size >= run.maxParallel) break;
-        if (task.state !== 'pending' || running.has(task.taskId)) continue;
-        if (!task.dependsOn.every((id) => tasks.get(id)?.state === 'committed')) continue;
-        const attempt = await store.workflows.startAttempt({ runId, taskId: task.taskId });
-        if (attempt === undefined) {
-          ended = true;
-          break;
+  /** Claims and starts attempts while there is room; one pump at a time, re-run when asked meanwhile. */
+  private pump(): void {
+    if (this.closed) return;
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = (async () => {
+      do {
+        this.pumpAgain = false;
+        const scope = this.scope();
+        while (scope && !this.closed && this.attempts.size < this.maxRunningTasks) {
+          const claim = await this.options.store.workflows.claimTask({ ...scope, owner: this.owner, leaseMs: this.leaseMs, takeOverFrom: this.gone });
+          if (!claim) break;
+          if (this.closed) {
+            await this.options.store.workflows.endAttempt({ ...claim, outcome: 'interrupted', error: 'the workflow runner is stopping' });
+            break;
+          }
+          this.run(claim);
         }
-        task.state = 'running';
-        task.attempts = attempt;
-        this.options.onEvent?.({ type: 'task-started', runId, taskId: task.taskId, attempt });
-        running.set(task.taskId, this.runAttempt(run, task, attempt, tasks, entry).finally(() => running.delete(task.taskId)));
-      }
-      if (ended || running.size === 0) {
-        // Nothing to start and nothing running: the run ended elsewhere (or the store disagrees with
-        // this runner's view). Stop driving; whoever resumes it reads the store afresh.
-        const stored = await store.workflows.getRun(runId);
-        if (stored?.state !== 'running') {
-          entry.stopReason ??= 'cancelled';
-          entry.tasks.abort(new ToolRuntimeError('aborted', `the workflow ${stored?.state ?? 'disappeared'}`));
-          break;
+      } while (this.pumpAgain && !this.closed);
+    })()
+      .catch((error: unknown) => this.logger.warn('could not claim workflow tasks', { error: errorMessage(error) }))
+      .finally(() => {
+        this.pumping = undefined;
+      });
+  }
+
+  /** Every poll: notice owners that are gone, renew claims (aborting lost ones), wake waiters, claim more. */
+  private async tick(): Promise<void> {
+    if (this.ticking || this.closed) return;
+    this.ticking = true;
+    try {
+      const { workflows } = this.options.store;
+      this.gone = deadLocalOwners(await workflows.claimOwners());
+      const mine = [...this.attempts.values()];
+      if (mine.length > 0) {
+        const held = new Set((await workflows.renewClaims({ owner: this.owner, leaseMs: this.leaseMs, claims: mine.map((attempt) => attempt.claim) })).map(claimKey));
+        for (const attempt of mine) {
+          if (held.has(claimKey(attempt.claim)) || attempt.stopReason) continue;
+          // Taken over (its claim lapsed) or its run ended elsewhere: stop the task turn, write nothing.
+          this.stop(attempt, 'lost-claim', 'the task attempt is no longer this runner\'s (its run ended, or another runner took it over)');
+          void this.reportIfEnded(attempt.claim.runId);
         }
-        if (running.size === 0) break;
       }
-      await Promise.race(running.values());
-    }
-    await Promise.all(running.values());
-    if (entry.stopReason === 'cancelled') {
-      const stored = await store.workflows.getRun(runId);
-      this.options.onEvent?.({ type: 'run-finished', runId, state: stored?.state ?? 'cancelled', ...(stored?.error ? { error: stored.error } : {}) });
+      for (const runId of this.waiters.keys()) this.wake(runId);
+      this.pump();
+    } catch (error) {
+      this.logger.warn('could not check workflow claims', { error: errorMessage(error) });
+    } finally {
+      this.ticking = false;
     }
   }
 
-  private async runAttempt(run: WorkflowRunRecord, task: WorkflowTaskRecord, attempt: number, tasks: Map<string, WorkflowTaskRecord>, entry: DrivenRun): Promise<void> {
+  private run(claim: TaskClaim): void {
+    const abort = new AbortController();
+    // The task turn listens on this signal (opening, the model call, its calls).
+    setMaxListeners(64, abort.signal);
+    const attempt: RunningAttempt = { claim, abort, done: Promise.resolve() };
+    this.attempts.set(claimKey(claim), attempt);
+    this.known.add(claim.runId);
+    this.options.onEvent?.({ type: 'task-started', runId: claim.runId, taskId: claim.taskId, attempt: claim.attempt });
+    const timeout = setTimeout(() => this.stop(attempt, 'timeout', `the task turn ran longer than ${this.attemptTimeoutMs} ms`), this.attemptTimeoutMs);
+    attempt.done = this.runAttempt(attempt)
+      .catch((error: unknown) => this.logger.error('a workflow task attempt stopped on an error; its claim lapses for another runner', { ...claim, error: errorMessage(error) }))
+      .finally(() => {
+        clearTimeout(timeout);
+        this.attempts.delete(claimKey(claim));
+        this.pump();
+      });
+  }
+
+  private stop(attempt: RunningAttempt, reason: StopReason, message: string): void {
+    if (attempt.stopReason) return;
+    attempt.stopReason = reason;
+    attempt.abort.abort(new ToolRuntimeError('aborted', message));
+  }
+
+  private stopRun(runId: string, reason: StopReason, message: string): void {
+    for (const attempt of this.attempts.values()) if (attempt.claim.runId === runId) this.stop(attempt, reason, message);
+  }
+
+  private wake(runId: string): void {
+    for (const wake of [...(this.waiters.get(runId) ?? [])]) wake();
+  }
+
+  /** Reports a run's end once, when the store says it ended. */
+  private async reportIfEnded(runId: string, known?: { state: WorkflowRunRecord['state']; error?: string }): Promise<void> {
+    const run = known ?? (await this.options.store.workflows.getRun(runId).catch(() => undefined));
+    if (!run || run.state === 'running') return;
+    this.wake(runId);
+    if (this.reported.has(runId) || !this.known.has(runId)) return;
+    this.reported.add(runId);
+    this.runIds.delete(runId);
+    this.options.onEvent?.({ type: 'run-finished', runId, state: run.state, ...(run.error ? { error: run.error } : {}) });
+  }
+
+  private async runAttempt(attempt: RunningAttempt): Promise<void> {
     const { store } = this.options;
-    const signal = entry.tasks.signal;
-    const turnId = `${run.runId}:${task.taskId}:${attempt}`;
+    const { claim, abort } = attempt;
+    const signal = abort.signal;
+    const turnId = `${claim.runId}:${claim.taskId}:${claim.attempt}`;
     const started = performance.now();
     let outcome: TaskTurnOutcome;
+    const run = await store.workflows.getRun(claim.runId);
+    const task = run?.tasks.find((candidate) => candidate.taskId === claim.taskId);
+    if (!run || !task) return;
+    const tasks = new Map(run.tasks.map((candidate) => [candidate.taskId, candidate]));
     try {
       const session = await this.options.openTaskTurn({ agentId: run.agentId, turnId, resultSchemaJson: task.resultSchemaJson, signal });
       try {
-        outcome = await runTaskTurn({ model: this.options.model, turn: session, prompt: buildTaskPrompt(task, tasks), signal, turnId, ...this.options.turnOptions, ...(this.options.onTurnEvent ? { onEvent: (event: TurnEvent) => this.options.onTurnEvent?.({ turnId, agentId: run.agentId, kind: 'workflow-task', label: `${run.name} · ${task.taskId} #${attempt}` }, event) } : {}) });
+        const onEvent = this.options.onTurnEvent;
+        outcome = await runTaskTurn({
+          model: this.options.model,
+          turn: session,
+          prompt: buildTaskPrompt(task, tasks),
+          signal,
+          turnId,
+          ...this.options.turnOptions,
+          ...(onEvent ? { onEvent: (event: TurnEvent) => onEvent({ turnId, agentId: run.agentId, kind: 'workflow-task', label: `${run.name} · ${task.taskId} #${claim.attempt}` }, event) } : {}),
+        });
       } finally {
         if (signal.aborted) session.abort();
         else await session.close({ timeoutMs: 5_000 }).catch(() => session.abort());
@@ -273,38 +329,38 @@ export class WorkflowRunner implements WorkflowRunnerHook {
       outcome = { status: 'failed', turnStatus: signal.aborted ? 'aborted' : 'sidecar_unavailable', reason: errorMessage(error), modelCalls: 0, repaired: false, rejectedSubmissions: 0 };
     }
     const turnMs = performance.now() - started;
-    if (signal.aborted) {
-      // A cancelled or failed run already closed the attempt in the store; a stopping runner or one
-      // that lost its lease leaves it for the next runner, uncounted.
-      if (entry.stopReason === 'closing' || entry.stopReason === 'lost-lease') {
-        await store.workflows.endAttempt({ runId: run.runId, taskId: task.taskId, attempt, outcome: 'interrupted', error: 'the workflow runner stopped' }).catch(() => {});
-      }
+    const base = { runId: claim.runId, taskId: claim.taskId, attempt: claim.attempt };
+    if (signal.aborted && attempt.stopReason !== 'timeout') {
+      // A cancelled or ended run already closed the attempt in the store, and a lost claim is
+      // someone else's now; a stopping runner hands its attempt back, uncounted.
+      if (attempt.stopReason === 'closing') await store.workflows.endAttempt({ ...base, outcome: 'interrupted', error: 'the workflow runner stopped' });
       return;
     }
     const afterTurn = performance.now();
     let reason: string;
-    if (outcome.status === 'submitted') {
+    if (outcome.status === 'submitted' && !signal.aborted) {
       const check = checkSubmittedResult(task.resultSchemaJson, outcome.result, { cache: this.schemas });
       if (check.ok) {
-        const commit = await store.workflows.commitResult({ runId: run.runId, taskId: task.taskId, attempt, resultJson: check.resultJson });
+        const commit = await store.workflows.commitResult({ ...base, resultJson: check.resultJson });
         if (commit.committed || commit.reason === 'already_committed') {
-          const stored = commit.committed ? undefined : (await store.workflows.getRun(run.runId))?.tasks.find((t) => t.taskId === task.taskId);
-          task.state = 'committed';
-          task.resultJson = stored?.resultJson ?? check.resultJson;
-          const controllerMs = performance.now() - afterTurn;
-          this.options.onEvent?.({ type: 'task-committed', runId: run.runId, taskId: task.taskId, attempt, resultJson: task.resultJson, turnMs, controllerMs });
+          const resultJson = commit.committed ? check.resultJson : ((await store.workflows.getRun(claim.runId))?.tasks.find((t) => t.taskId === claim.taskId)?.resultJson ?? check.resultJson);
+          this.options.onEvent?.({ type: 'task-committed', ...base, resultJson, turnMs, controllerMs: performance.now() - afterTurn });
         }
+        if (commit.runState !== 'running' && commit.runState !== undefined) await this.reportIfEnded(claim.runId, { state: commit.runState, ...(commit.runError ? { error: commit.runError } : {}) });
         return;
       }
       reason = `the submitted value does not match the result schema persisted at workflow start, so it was not committed: ${check.reasons}`;
     } else {
-      reason = outcome.reason;
+      reason = attempt.stopReason === 'timeout' ? `the task turn ran longer than ${this.attemptTimeoutMs} ms` : outcome.status === 'submitted' ? 'the task turn was stopped' : outcome.reason;
     }
-    const state = await store.workflows.endAttempt({ runId: run.runId, taskId: task.taskId, attempt, outcome: 'failed', error: reason });
-    task.state = state ?? 'failed';
-    task.error = reason;
-    task.failedAttempts++;
-    this.logger.warn('workflow task attempt failed', { runId: run.runId, taskId: task.taskId, attempt, reason, taskFailed: task.state === 'failed' });
-    this.options.onEvent?.({ type: 'attempt-failed', runId: run.runId, taskId: task.taskId, attempt, reason, taskFailed: task.state === 'failed', turnMs });
+    const ended = await store.workflows.endAttempt({ ...base, outcome: 'failed', error: reason });
+    const taskFailed = ended.taskState === 'failed';
+    this.logger.warn('workflow task attempt failed', { ...base, reason, taskFailed });
+    this.options.onEvent?.({ type: 'attempt-failed', ...base, reason, taskFailed, turnMs });
+    if (ended.runState !== undefined && ended.runState !== 'running') {
+      // This failure ended the run: stop its other task turns here (runners elsewhere see it at their next renewal).
+      this.stopRun(claim.runId, 'run-ended', `the workflow ${ended.runState}: ${ended.runError ?? reason}`);
+      await this.reportIfEnded(claim.runId, { state: ended.runState, ...(ended.runError ? { error: ended.runError } : {}) });
+    }
   }
 }

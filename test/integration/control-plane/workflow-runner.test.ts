@@ -46,18 +46,18 @@ const promptText = (body: Record<string, unknown>) => JSON.stringify((body.input
 
 let dirCounter = 0;
 /** A store in a fresh folder, a scripted model, and a runner over the fixture sidecar. */
-async function setUp(steps: ScriptStep[], options: { openTaskTurn?: OpenTaskTurn; leaseMs?: number } = {}) {
+async function setUp(steps: ScriptStep[], options: { openTaskTurn?: OpenTaskTurn; leaseMs?: number; attemptTimeoutMs?: number } = {}) {
   const store = await openSqliteStore({ dataDir: join(scratch, `data-${++dirCounter}`) });
   const server = await startScriptedResponsesServer({ steps });
   const model = createOpenAIResponsesModel({ model: 'scripted', apiKey: 'test-key', baseURL: server.baseURL, stream: true, maxRetries: 0 });
   const events: WorkflowRunnerEvent[] = [];
-  const runner = new WorkflowRunner({ store, model, openTaskTurn: options.openTaskTurn ?? sidecarTaskTurns(client), leaseMs: options.leaseMs ?? 10_000, onEvent: (event) => events.push(event) });
+  const runner = new WorkflowRunner({ store, model, openTaskTurn: options.openTaskTurn ?? sidecarTaskTurns(client), leaseMs: options.leaseMs ?? 10_000, ...(options.attemptTimeoutMs ? { attemptTimeoutMs: options.attemptTimeoutMs } : {}), onEvent: (event) => events.push(event) });
   cleanups.push(() => store.close(), () => server.close(), () => runner.close());
   return { store, server, runner, events };
 }
 
 async function start(store: ControlPlaneStore, runner: WorkflowRunner, definition: WorkflowDefinition) {
-  const run = await store.workflows.createRun({ agentId: 'agent-it', definition, maxRunningPerAgent: 10, owner: runner.owner, leaseMs: runner.leaseMs });
+  const run = await store.workflows.createRun({ agentId: 'agent-it', definition, maxRunningPerAgent: 10 });
   runner.adopt(run.runId);
   return run.runId;
 }
@@ -170,7 +170,7 @@ describe('the workflow runner over a real sidecar and a scripted model', () => {
     expect(runner.activeRuns()).toEqual([]);
   });
 
-  it('a cancel written by another process reaches the running task turn at the next lease renewal', async () => {
+  it('a cancel written by another process reaches the running task turn at the next claim renewal', async () => {
     const probe = join(scratch, 'remote-cancel-probe');
     const { store, runner } = await setUp([{ output: [functionCallItem({ callId: 'c1', name: 'wait_for_abort', arguments: JSON.stringify({ path: probe }) })] }], { leaseMs: 600 });
     const runId = await start(store, runner, { name: 'remote', maxParallel: 1, tasks: [task('a', 'wait')] });
@@ -193,14 +193,14 @@ describe('the workflow runner over a real sidecar and a scripted model', () => {
       maxParallel: 1,
       tasks: [task('a', 'the first'), task('b', 'the second', { dependsOn: ['a'] }), task('c', 'the third', { dependsOn: ['b'] })],
     };
-    // What a SIGKILLed controller leaves: its lease (held by a process that no longer exists), one
-    // committed task, one task running.
+    // What a SIGKILLed controller leaves: one committed task, and one task it claimed (for an hour)
+    // from a process that no longer exists.
     const dead = `${hostname()}:2147483646:deadbeef`;
-    const run = await store.workflows.createRun({ agentId: 'agent-it', definition, maxRunningPerAgent: 10, owner: dead, leaseMs: 3_600_000 });
-    await store.workflows.startAttempt({ runId: run.runId, taskId: 'a' });
-    await store.workflows.commitResult({ runId: run.runId, taskId: 'a', attempt: 1, resultJson: '{"n":11}' });
-    await store.workflows.startAttempt({ runId: run.runId, taskId: 'b' });
-    expect(await runner.resume()).toEqual([run.runId]);
+    const run = await store.workflows.createRun({ agentId: 'agent-it', definition, maxRunningPerAgent: 10 });
+    const a = await store.workflows.claimTask({ owner: dead, leaseMs: 3_600_000 });
+    await store.workflows.commitResult({ ...a!, resultJson: '{"n":11}' });
+    expect(await store.workflows.claimTask({ owner: dead, leaseMs: 3_600_000 })).toMatchObject({ taskId: 'b' });
+    runner.adopt(run.runId);
     const resumed = await runner.waitForRun(run.runId, { signal: AbortSignal.timeout(30_000) });
     expect(resumed?.state).toBe('succeeded');
     expect(resumed?.tasks.map((t) => [t.taskId, t.resultJson, t.attempts])).toEqual([
@@ -227,8 +227,38 @@ describe('the workflow runner over a real sidecar and a scripted model', () => {
     const model = createOpenAIResponsesModel({ model: 'scripted', apiKey: 'k', baseURL: server.baseURL, stream: true, maxRetries: 0 });
     const next = new WorkflowRunner({ store, model, openTaskTurn: sidecarTaskTurns(client) });
     cleanups.push(() => next.close());
-    expect(await next.resume()).toEqual([runId]);
+    next.adopt(runId);
     const run = await next.waitForRun(runId, { signal: AbortSignal.timeout(30_000) });
     expect(run).toMatchObject({ state: 'succeeded', tasks: [{ resultJson: '{"n":10}', attempts: 2, failedAttempts: 0 }] });
+  });
+
+  it('two runners share one run: each task is claimed by one of them and committed once', async () => {
+    const answer: ScriptStep = (body) => ({ output: [submit('c1', { n: 10 + Number(/task (\d)/.exec(promptText(body))?.[1] ?? 0) })] });
+    const { store, server } = await setUp(Array.from({ length: 6 }, () => answer));
+    const model = createOpenAIResponsesModel({ model: 'scripted', apiKey: 'k', baseURL: server.baseURL, stream: true, maxRetries: 0 });
+    const other = new WorkflowRunner({ store, model, openTaskTurn: sidecarTaskTurns(client), maxRunningTasks: 1 });
+    cleanups.push(() => other.close());
+    const single = new WorkflowRunner({ store, model, openTaskTurn: sidecarTaskTurns(client), maxRunningTasks: 1 });
+    cleanups.push(() => single.close());
+    const definition: WorkflowDefinition = { name: 'shared', maxParallel: 2, tasks: Array.from({ length: 6 }, (_, i) => task(`t${i}`, `task ${i}`)) };
+    const { runId } = await store.workflows.createRun({ agentId: 'agent-it', definition, maxRunningPerAgent: 10 });
+    single.adopt(runId);
+    other.adopt(runId);
+    const run = await single.waitForRun(runId, { signal: AbortSignal.timeout(30_000) });
+    expect(run?.state).toBe('succeeded');
+    expect(run?.tasks.map((t) => [t.taskId, t.resultJson, t.attempts])).toEqual(Array.from({ length: 6 }, (_, i) => [`t${i}`, `{"n":${10 + i}}`, 1]));
+    const owners = new Set((await store.workflows.listAttempts(runId)).map((a) => a.owner));
+    expect(owners).toEqual(new Set([single.owner, other.owner]));
+    expect(server.requests).toHaveLength(6);
+  });
+
+  it('fails an attempt whose task turn outlives the attempt timeout, and with it the run', async () => {
+    const probe = join(scratch, 'timeout-probe');
+    const { store, runner, events } = await setUp([{ output: [functionCallItem({ callId: 'c1', name: 'wait_for_abort', arguments: JSON.stringify({ path: probe }) })] }], { attemptTimeoutMs: 1_000 });
+    const runId = await start(store, runner, { name: 'slow', maxParallel: 1, tasks: [task('a', 'wait', { maxAttempts: 1 })] });
+    const run = await runner.waitForRun(runId, { signal: AbortSignal.timeout(30_000) });
+    expect(run).toMatchObject({ state: 'failed', tasks: [{ state: 'failed', error: 'the task turn ran longer than 1000 ms' }] });
+    expect(JSON.parse(readFileSync(probe, 'utf8'))).toMatchObject({ aborted: true });
+    expect(events.filter((event) => event.type === 'run-finished')).toEqual([{ type: 'run-finished', runId, state: 'failed', error: run?.error }]);
   });
 });

@@ -8,7 +8,7 @@ import type { PostgresDatabase } from './postgres-schema.js';
 import { createPostgresJobStore } from './postgres-job-store.js';
 import { createPostgresScheduleStore } from './postgres-schedule-store.js';
 import { createPostgresWorkflowStore } from './postgres-workflow-store.js';
-import { PgBossJobClaims } from './pg-boss-job-claims.js';
+import { PgBossClaims } from './pg-boss-claims.js';
 import { createPostgresApprovalStore } from './postgres-approval-store.js';
 
 /** Options of `openPostgresStore`. */
@@ -86,9 +86,9 @@ export async function openPostgresStore(options: OpenPostgresStoreOptions): Prom
     await db.destroy().catch(() => undefined);
     throw cause instanceof ControlPlaneError ? cause : new ControlPlaneError('unavailable', `cannot open the control-plane store ${location}: ${errorMessage(cause)}`, { cause });
   }
-  let claims: PgBossJobClaims;
+  let claims: PgBossClaims;
   try {
-    claims = await PgBossJobClaims.start({ url: options.url, ...(options.claimExpirySeconds ? { expireInSeconds: options.claimExpirySeconds } : {}) });
+    claims = await PgBossClaims.start({ url: options.url, ...(options.claimExpirySeconds ? { expireInSeconds: options.claimExpirySeconds } : {}) });
   } catch (cause) {
     await db.destroy().catch(() => undefined);
     throw new ControlPlaneError('unavailable', `cannot start pg-boss on ${location}: ${errorMessage(cause)}`, { cause });
@@ -102,7 +102,7 @@ export async function openPostgresStore(options: OpenPostgresStoreOptions): Prom
   let closed = false;
   return {
     location,
-    workflows: createPostgresWorkflowStore(context),
+    workflows: createPostgresWorkflowStore(context, claims),
     schedules: createPostgresScheduleStore(context, claims),
     jobs,
     approvals: createPostgresApprovalStore(context),

@@ -2,7 +2,7 @@ import { sql, type Selectable, type Transaction } from 'kysely';
 import { ControlPlaneError } from '../../control-plane-error.js';
 import type { JobRecord, JobStore, NewJob } from '../job-store.js';
 import type { PostgresStoreContext } from './open-postgres-store.js';
-import type { JobTurnClaim, PgBossJobClaims } from './pg-boss-job-claims.js';
+import type { JobTurnClaim, PgBossClaims } from './pg-boss-claims.js';
 import type { JobsTable, PostgresDatabase } from './postgres-schema.js';
 
 /** A job row as a record. */
@@ -29,7 +29,7 @@ export function toPostgresJobRecord(row: Selectable<JobsTable>): JobRecord {
  */
 export async function insertPostgresJobRow(
   trx: Transaction<PostgresDatabase>,
-  claims: PgBossJobClaims,
+  claims: PgBossClaims,
   job: NewJob & { scheduleId?: string },
   singletonKey = `job:${job.jobId}`,
 ): Promise<JobRecord> {
@@ -84,7 +84,7 @@ export interface PostgresJobStore extends JobStore {
  * `finish` completes the claim, and a claim held by a controller that died expires in pg-boss and
  * is claimed again elsewhere.
  */
-export function createPostgresJobStore(context: PostgresStoreContext, claims: PgBossJobClaims): PostgresJobStore {
+export function createPostgresJobStore(context: PostgresStoreContext, claims: PgBossClaims): PostgresJobStore {
   const { db } = context;
   /** The claims this process holds, by job id. */
   const held = new Map<string, string>();

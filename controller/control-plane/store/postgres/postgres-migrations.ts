@@ -146,4 +146,18 @@ export const postgresMigrations: readonly PostgresMigration[] = [
       CREATE INDEX approvals_pending ON approvals (status, expires_at);
     `,
   },
+  {
+    // Task attempts are pg-boss jobs: claim_id is the pg-boss job of the task's queued or running
+    // attempt (a pending task with a claim_id is queued), claim_owner the controller running it and
+    // claim_until when pg-boss expires that claim; each attempt records who ran it.
+    version: 4,
+    name: 'workflow task claims',
+    sql: `
+      ALTER TABLE workflow_tasks ADD COLUMN claim_owner TEXT;
+      ALTER TABLE workflow_tasks ADD COLUMN claim_until BIGINT;
+      ALTER TABLE workflow_tasks ADD COLUMN claim_id TEXT;
+      ALTER TABLE workflow_attempts ADD COLUMN owner TEXT;
+      CREATE INDEX workflow_tasks_by_state ON workflow_tasks (state, run_id);
+    `,
+  },
 ];

@@ -4,7 +4,7 @@ import type { ScheduleRecord, ScheduleStore } from '../schedule-store.js';
 import type { PostgresStoreContext } from './open-postgres-store.js';
 import type { SchedulesTable } from './postgres-schema.js';
 import { insertPostgresJobRow } from './postgres-job-store.js';
-import type { PgBossJobClaims } from './pg-boss-job-claims.js';
+import type { PgBossClaims } from './pg-boss-claims.js';
 
 function toScheduleRecord(row: Selectable<SchedulesTable>): ScheduleRecord {
   return {
@@ -27,7 +27,7 @@ function toScheduleRecord(row: Selectable<SchedulesTable>): ScheduleRecord {
  * time) row, whose primary key lets exactly one controller win, in the same transaction as the job
  * that runs it and that job's pg-boss job (a singleton keyed by the same pair).
  */
-export function createPostgresScheduleStore(context: PostgresStoreContext, claims: PgBossJobClaims): ScheduleStore {
+export function createPostgresScheduleStore(context: PostgresStoreContext, claims: PgBossClaims): ScheduleStore {
   const { db } = context;
   return {
     create(schedule, limits) {

@@ -31,6 +31,9 @@ export interface WorkflowTasksTable {
   attempts: ColumnType<number, number | undefined, number>;
   failed_attempts: ColumnType<number, number | undefined, number>;
   error: string | null;
+  claim_owner: ColumnType<string | null, string | null | undefined, string | null>;
+  claim_until: ColumnType<number | null, number | null | undefined, number | null>;
+  claim_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface WorkflowResultsTable {
@@ -50,6 +53,7 @@ export interface WorkflowAttemptsTable {
   finished_at: string | null;
   outcome: 'committed' | 'failed' | 'interrupted' | 'cancelled' | null;
   error: string | null;
+  owner: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface JobsTable {

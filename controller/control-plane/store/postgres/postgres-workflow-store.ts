@@ -1,6 +1,8 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import { ControlPlaneError } from '../../control-plane-error.js';
-import type { WorkflowAttemptRecord, WorkflowRunRecord, WorkflowStore, WorkflowTaskRecord, WorkflowTaskState } from '../workflow-store.js';
+import type { AttemptSettled, TaskClaim, TaskClaimScope, WorkflowAttemptRecord, WorkflowRunRecord, WorkflowRunState, WorkflowStore, WorkflowTaskRecord, WorkflowTaskState } from '../workflow-store.js';
+import { allCommitted, INTERRUPTED_BY_GONE_RUNNER, readyTasks, taskFailedError } from '../workflow-readiness.js';
+import type { PgBossClaims } from './pg-boss-claims.js';
 import type { PostgresStoreContext } from './open-postgres-store.js';
 import type { PostgresDatabase, WorkflowRunsTable } from './postgres-schema.js';
 
@@ -18,8 +20,6 @@ function toRun(row: RunRow, tasks: WorkflowTaskRecord[]): WorkflowRunRecord {
     createdAt: row.created_at,
     ...(row.finished_at !== null ? { finishedAt: row.finished_at } : {}),
     ...(row.error !== null ? { error: row.error } : {}),
-    ...(row.owner !== null ? { owner: row.owner } : {}),
-    ...(row.lease_until !== null ? { leaseUntil: row.lease_until } : {}),
   };
 }
 
@@ -30,7 +30,7 @@ async function tasksOf(db: Db, runIds: string[]): Promise<Map<string, WorkflowTa
   const rows = await db
     .selectFrom('workflow_tasks as t')
     .leftJoin('workflow_results as r', (join) => join.onRef('r.run_id', '=', 't.run_id').onRef('r.task_id', '=', 't.task_id'))
-    .select(['t.run_id', 't.task_id', 't.prompt', 't.result_schema_json', 't.depends_on_json', 't.max_attempts', 't.state', 't.attempts', 't.failed_attempts', 't.error', 'r.result_json'])
+    .select(['t.run_id', 't.task_id', 't.prompt', 't.result_schema_json', 't.depends_on_json', 't.max_attempts', 't.state', 't.attempts', 't.failed_attempts', 't.error', 't.claim_owner', 'r.result_json'])
     .where('t.run_id', 'in', runIds)
     .orderBy('t.run_id')
     .orderBy('t.position')
@@ -47,6 +47,7 @@ async function tasksOf(db: Db, runIds: string[]): Promise<Map<string, WorkflowTa
       resultSchemaJson: row.result_schema_json,
       ...(row.result_json !== null ? { resultJson: row.result_json } : {}),
       ...(row.error !== null ? { error: row.error } : {}),
+      ...(row.state === 'running' && row.claim_owner !== null ? { owner: row.claim_owner } : {}),
     });
   }
   return byRun;
@@ -63,19 +64,95 @@ async function lockRun(trx: Transaction<PostgresDatabase>, runId: string): Promi
   return trx.selectFrom('workflow_runs').selectAll().where('run_id', '=', runId).forUpdate().executeTakeFirst();
 }
 
-async function closeOpenAttempts(trx: Transaction<PostgresDatabase>, runId: string, at: string, outcome: 'interrupted' | 'cancelled', error: string): Promise<void> {
-  await trx.updateTable('workflow_attempts').set({ finished_at: at, outcome, error }).where('run_id', '=', runId).where('finished_at', 'is', null).execute();
+/** How many claims one `claimTask` looks at before it gives up for now. */
+const FETCHES_PER_CLAIM = 16;
+
+/** The columns of a run's tasks that claims and readiness need, in definition order. */
+async function claimRows(trx: Transaction<PostgresDatabase>, runId: string) {
+  const rows = await trx
+    .selectFrom('workflow_tasks')
+    .select(['task_id', 'state', 'attempts', 'failed_attempts', 'max_attempts', 'depends_on_json', 'claim_id', 'claim_owner'])
+    .where('run_id', '=', runId)
+    .orderBy('position')
+    .execute();
+  return rows.map((row) => ({ ...row, taskId: row.task_id, dependsOn: JSON.parse(row.depends_on_json) as string[] }));
+}
+
+function inScope(run: RunRow, scope: TaskClaimScope): boolean {
+  return (scope.runIds === undefined || scope.runIds.includes(run.run_id)) && (scope.agentIds === undefined || scope.agentIds.includes(run.agent_id));
 }
 
 /**
  * The workflow part of the PostgreSQL store. Every change locks the run's row first, so two
- * controllers working on one run serialise; claims skip rows another transaction holds.
+ * controllers working on one run serialise. Every task attempt is a pg-boss job: the transaction
+ * that makes a task ready queues it (never more than `maxParallel` of a run queued or running),
+ * `claimTask` fetches one with pg-boss's SKIP LOCKED claim, and the transaction that commits, fails
+ * or interrupts the attempt ends its job. A controller that dies holding one loses it when pg-boss
+ * expires the job; the next `claimTask` to fetch it logs the old attempt `interrupted` and runs a
+ * new one.
  */
-export function createPostgresWorkflowStore(context: PostgresStoreContext): WorkflowStore {
+export function createPostgresWorkflowStore(context: PostgresStoreContext, claims: PgBossClaims): WorkflowStore {
   const { db } = context;
   const iso = () => context.now().toISOString();
   const nowMs = () => context.now().getTime();
   const tx = <T>(work: (trx: Transaction<PostgresDatabase>) => Promise<T>) => db.transaction().execute(work);
+
+  /** Closes a task's open attempts (normally one) with `outcome`. */
+  const closeTaskAttempts = (trx: Transaction<PostgresDatabase>, runId: string, taskId: string, outcome: 'interrupted' | 'cancelled', error: string) =>
+    trx.updateTable('workflow_attempts').set({ finished_at: iso(), outcome, error }).where('run_id', '=', runId).where('task_id', '=', taskId).where('finished_at', 'is', null).execute();
+
+  /** Queues attempts of the run's ready tasks while fewer than max_parallel are queued or running. */
+  const fillSlots = async (trx: Transaction<PostgresDatabase>, run: RunRow) => {
+    const tasks = await claimRows(trx, run.run_id);
+    const busy = tasks.filter((task) => task.state === 'running' || (task.state === 'pending' && task.claim_id !== null)).length;
+    const ready = readyTasks(tasks.filter((task) => task.claim_id === null)).slice(0, Math.max(0, run.max_parallel - busy));
+    for (const task of ready) {
+      const claimId = await claims.enqueueTask(trx, { runId: run.run_id, taskId: task.task_id });
+      await trx.updateTable('workflow_tasks').set({ claim_id: claimId, claim_owner: null, claim_until: null }).where('run_id', '=', run.run_id).where('task_id', '=', task.task_id).execute();
+    }
+  };
+
+  /** Ends a running run in the transaction: open attempts cancelled, claims ended, tasks skipped or cancelled. */
+  const finishRunIn = async (trx: Transaction<PostgresDatabase>, runId: string, state: Exclude<WorkflowRunState, 'running'>, error: string | undefined) => {
+    const at = iso();
+    await trx.updateTable('workflow_attempts').set({ finished_at: at, outcome: 'cancelled', error: error ?? `the run ${state}` }).where('run_id', '=', runId).where('finished_at', 'is', null).execute();
+    const held = await trx.selectFrom('workflow_tasks').select('claim_id').where('run_id', '=', runId).where('claim_id', 'is not', null).execute();
+    await claims.endTasks(trx, held.map((row) => row.claim_id!));
+    await trx.updateTable('workflow_tasks').set({ state: 'skipped' }).where('run_id', '=', runId).where('state', '=', 'pending').execute();
+    await trx.updateTable('workflow_tasks').set({ state: 'cancelled' }).where('run_id', '=', runId).where('state', '=', 'running').execute();
+    await trx.updateTable('workflow_tasks').set({ claim_id: null, claim_owner: null, claim_until: null }).where('run_id', '=', runId).execute();
+    await trx.updateTable('workflow_runs').set({ state, error: error ?? null, finished_at: at, owner: null, lease_until: null }).where('run_id', '=', runId).execute();
+  };
+
+  const settled = async (trx: Transaction<PostgresDatabase>, runId: string, taskState: WorkflowTaskState | undefined): Promise<AttemptSettled> => {
+    const run = await trx.selectFrom('workflow_runs').select(['state', 'error']).where('run_id', '=', runId).executeTakeFirst();
+    return { taskState, runState: run?.state, ...(run && run.state !== 'running' && run.error !== null ? { runError: run.error } : {}) };
+  };
+
+  /** Running tasks of runs in scope whose owner is named as gone: their attempts are interrupted and queued again. */
+  const takeOver = (input: Parameters<WorkflowStore['claimTask']>[0], gone: readonly string[]) =>
+    tx(async (trx) => {
+      const rows = await trx
+        .selectFrom('workflow_tasks as t')
+        .innerJoin('workflow_runs as r', 'r.run_id', 't.run_id')
+        .select(['t.run_id'])
+        .distinct()
+        .where('t.state', '=', 'running')
+        .where('r.state', '=', 'running')
+        .where('t.claim_owner', 'in', gone)
+        .execute();
+      for (const { run_id: runId } of rows) {
+        const run = await lockRun(trx, runId);
+        if (!run || run.state !== 'running' || !inScope(run, input)) continue;
+        for (const task of await claimRows(trx, runId)) {
+          if (task.state !== 'running' || task.claim_owner === null || !gone.includes(task.claim_owner)) continue;
+          await closeTaskAttempts(trx, runId, task.task_id, 'interrupted', INTERRUPTED_BY_GONE_RUNNER);
+          if (task.claim_id !== null) await claims.endTasks(trx, [task.claim_id]);
+          await trx.updateTable('workflow_tasks').set({ state: 'pending', claim_id: null, claim_owner: null, claim_until: null }).where('run_id', '=', runId).where('task_id', '=', task.task_id).execute();
+        }
+        await fillSlots(trx, run);
+      }
+    });
 
   return {
     createRun(input) {
@@ -96,19 +173,11 @@ export function createPostgresWorkflowStore(context: PostgresStoreContext): Work
         }
         const runId = context.newId();
         const { definition } = input;
-        await trx
+        const run = await trx
           .insertInto('workflow_runs')
-          .values({
-            run_id: runId,
-            agent_id: input.agentId,
-            name: definition.name,
-            state: 'running',
-            max_parallel: definition.maxParallel,
-            created_at: iso(),
-            owner: input.owner ?? null,
-            lease_until: input.owner ? nowMs() + (input.leaseMs ?? 0) : null,
-          })
-          .execute();
+          .values({ run_id: runId, agent_id: input.agentId, name: definition.name, state: 'running', max_parallel: definition.maxParallel, created_at: iso(), owner: null, lease_until: null })
+          .returningAll()
+          .executeTakeFirstOrThrow();
         if (definition.tasks.length > 0) {
           await trx
             .insertInto('workflow_tasks')
@@ -126,6 +195,7 @@ export function createPostgresWorkflowStore(context: PostgresStoreContext): Work
             )
             .execute();
         }
+        await fillSlots(trx, run);
         return (await getRun(trx, runId))!;
       });
     },
@@ -143,78 +213,72 @@ export function createPostgresWorkflowStore(context: PostgresStoreContext): Work
       return rows.map((row) => toRun(row, tasks.get(row.run_id) ?? []));
     },
 
-    claimRuns(input) {
-      return tx(async (trx) => {
-        const now = nowMs();
-        const takeOver = input.takeOverFrom ?? [];
-        let select = trx
-          .selectFrom('workflow_runs')
-          .selectAll()
-          .where('state', '=', 'running')
-          // The runner already runs what it holds; a claim is for runs someone else left.
-          .where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '!=', input.owner)]))
-          .where((eb) =>
-            eb.or([
-              eb('owner', 'is', null),
-              eb('lease_until', 'is', null),
-              eb('lease_until', '<=', now),
-              ...(takeOver.length > 0 ? [eb('owner', 'in', takeOver)] : []),
-            ]),
-          );
-        if (input.runId !== undefined) select = select.where('run_id', '=', input.runId);
-        // SKIP LOCKED: a run another controller is claiming or changing right now is not free.
-        const rows = await select.orderBy('created_at').orderBy('seq').forUpdate().skipLocked().execute();
-        const at = iso();
-        for (const row of rows) {
-          await closeOpenAttempts(trx, row.run_id, at, 'interrupted', 'the runner that ran this attempt stopped');
-          await trx.updateTable('workflow_tasks').set({ state: 'pending' }).where('run_id', '=', row.run_id).where('state', '=', 'running').execute();
-          await trx.updateTable('workflow_runs').set({ owner: input.owner, lease_until: now + input.leaseMs }).where('run_id', '=', row.run_id).execute();
+    async claimTask(input) {
+      if ((input.runIds && input.runIds.length === 0) || (input.agentIds && input.agentIds.length === 0)) return undefined;
+      const gone = (input.takeOverFrom ?? []).filter((owner) => owner !== input.owner);
+      if (gone.length > 0) await takeOver(input, gone);
+      const notHere: string[] = [];
+      try {
+        for (let fetches = 0; fetches < FETCHES_PER_CLAIM; fetches++) {
+          const job = await claims.fetchTask();
+          if (!job) return undefined;
+          const taken = await tx(async (trx): Promise<TaskClaim | 'done' | 'not-here'> => {
+            const run = await lockRun(trx, job.runId);
+            const task = await trx.selectFrom('workflow_tasks').selectAll().where('run_id', '=', job.runId).where('task_id', '=', job.taskId).executeTakeFirst();
+            // The run ended, the task moved on, or this job is not the task's claim any more: nothing to run.
+            if (!run || run.state !== 'running' || !task || task.claim_id !== job.id || (task.state !== 'pending' && task.state !== 'running')) {
+              await claims.endTasks(trx, [job.id]);
+              return 'done';
+            }
+            if (!inScope(run, input)) return 'not-here';
+            // A running task's job offered again: pg-boss expired the claim of the runner that ran it.
+            if (task.state === 'running') await closeTaskAttempts(trx, run.run_id, task.task_id, 'interrupted', INTERRUPTED_BY_GONE_RUNNER);
+            const attempt = task.attempts + 1;
+            await trx
+              .updateTable('workflow_tasks')
+              .set({ state: 'running', attempts: attempt, claim_owner: input.owner, claim_until: nowMs() + claims.expireInSeconds * 1000 })
+              .where('run_id', '=', run.run_id)
+              .where('task_id', '=', task.task_id)
+              .execute();
+            await trx.insertInto('workflow_attempts').values({ run_id: run.run_id, task_id: task.task_id, attempt, started_at: iso(), finished_at: null, outcome: null, error: null, owner: input.owner }).execute();
+            return { runId: run.run_id, taskId: task.task_id, agentId: run.agent_id, attempt, claimId: job.id };
+          });
+          if (taken === 'not-here') notHere.push(job.id);
+          else if (taken !== 'done') return taken;
         }
-        return rows.map((row) => row.run_id);
-      });
+        return undefined;
+      } finally {
+        // Handed back after the loop, so this call does not fetch them again; another controller will.
+        await claims.handBackTasks(notHere);
+      }
     },
 
-    async renewLeases(input) {
-      if (input.runIds.length === 0) return [];
+    async renewClaims(input) {
+      if (input.claims.length === 0) return [];
+      // pg-boss's claims do not extend: a claim only lasts `--claim-expiry-s`; this reports which still hold.
       const rows = await db
-        .updateTable('workflow_runs')
-        .set({ lease_until: nowMs() + input.leaseMs })
-        .where('run_id', 'in', input.runIds)
-        .where('owner', '=', input.owner)
-        .where('state', '=', 'running')
-        .returning('run_id')
+        .selectFrom('workflow_tasks as t')
+        .innerJoin('workflow_runs as r', 'r.run_id', 't.run_id')
+        .select(['t.run_id', 't.task_id', 't.attempts', 't.claim_id'])
+        .where('t.claim_owner', '=', input.owner)
+        .where('t.state', '=', 'running')
+        .where('r.state', '=', 'running')
+        .where('t.run_id', 'in', [...new Set(input.claims.map((claim) => claim.runId))])
         .execute();
-      const held = new Set(rows.map((row) => row.run_id));
-      return input.runIds.filter((runId) => held.has(runId));
+      const held = new Set(rows.map((row) => `${row.run_id}\u0000${row.task_id}\u0000${row.attempts}\u0000${row.claim_id}`));
+      return input.claims.filter((claim) => held.has(`${claim.runId}\u0000${claim.taskId}\u0000${claim.attempt}\u0000${claim.claimId}`));
     },
 
-    async releaseRun(input) {
-      await db.updateTable('workflow_runs').set({ owner: null, lease_until: null }).where('run_id', '=', input.runId).where('owner', '=', input.owner).execute();
-    },
-
-    startAttempt(input) {
-      return tx(async (trx) => {
-        const run = await lockRun(trx, input.runId);
-        if (!run || run.state !== 'running') return undefined;
-        const task = await trx.selectFrom('workflow_tasks').select(['state', 'attempts']).where('run_id', '=', input.runId).where('task_id', '=', input.taskId).executeTakeFirst();
-        if (!task || task.state !== 'pending') return undefined;
-        const attempt = task.attempts + 1;
-        await trx.updateTable('workflow_tasks').set({ state: 'running', attempts: attempt }).where('run_id', '=', input.runId).where('task_id', '=', input.taskId).execute();
-        await trx.insertInto('workflow_attempts').values({ run_id: input.runId, task_id: input.taskId, attempt, started_at: iso(), finished_at: null, outcome: null, error: null }).execute();
-        return attempt;
-      });
+    async claimOwners() {
+      const rows = await db.selectFrom('workflow_tasks').select('claim_owner').distinct().where('state', '=', 'running').where('claim_owner', 'is not', null).execute();
+      return rows.map((row) => row.claim_owner!);
     },
 
     endAttempt(input) {
-      return tx(async (trx): Promise<WorkflowTaskState | undefined> => {
-        await lockRun(trx, input.runId);
-        const task = await trx
-          .selectFrom('workflow_tasks')
-          .select(['state', 'attempts', 'failed_attempts', 'max_attempts'])
-          .where('run_id', '=', input.runId)
-          .where('task_id', '=', input.taskId)
-          .executeTakeFirst();
-        if (!task) return undefined;
+      return tx(async (trx): Promise<AttemptSettled> => {
+        const run = await lockRun(trx, input.runId);
+        const task = await trx.selectFrom('workflow_tasks').selectAll().where('run_id', '=', input.runId).where('task_id', '=', input.taskId).executeTakeFirst();
+        if (!run || !task) return settled(trx, input.runId, undefined);
         const closed = await trx
           .updateTable('workflow_attempts')
           .set({ finished_at: iso(), outcome: input.outcome, error: input.error })
@@ -223,26 +287,41 @@ export function createPostgresWorkflowStore(context: PostgresStoreContext): Work
           .where('attempt', '=', input.attempt)
           .where('finished_at', 'is', null)
           .executeTakeFirst();
-        if (closed.numUpdatedRows !== 1n || task.state !== 'running' || task.attempts !== input.attempt) return task.state;
+        if (closed.numUpdatedRows !== 1n || task.state !== 'running' || task.attempts !== input.attempt) return settled(trx, input.runId, task.state);
         const failed = task.failed_attempts + (input.outcome === 'failed' ? 1 : 0);
         const state: WorkflowTaskState = failed >= task.max_attempts ? 'failed' : 'pending';
-        await trx.updateTable('workflow_tasks').set({ state, failed_attempts: failed, error: input.error }).where('run_id', '=', input.runId).where('task_id', '=', input.taskId).execute();
-        return state;
+        if (task.claim_id !== null) await claims.endTasks(trx, [task.claim_id]);
+        await trx
+          .updateTable('workflow_tasks')
+          .set({ state, failed_attempts: failed, error: input.error, claim_id: null, claim_owner: null, claim_until: null })
+          .where('run_id', '=', input.runId)
+          .where('task_id', '=', input.taskId)
+          .execute();
+        if (state === 'failed') await finishRunIn(trx, input.runId, 'failed', taskFailedError(input.taskId, failed, input.error));
+        else await fillSlots(trx, run);
+        return settled(trx, input.runId, state);
       });
     },
 
     commitResult(input) {
       return tx(async (trx) => {
         const run = await lockRun(trx, input.runId);
-        if (!run || run.state !== 'running') return { committed: false, reason: 'not_running' } as const;
+        if (!run || run.state !== 'running') return { committed: false, reason: 'not_running', runState: run?.state, ...(run?.error ? { runError: run.error } : {}) } as const;
         const inserted = await trx
           .insertInto('workflow_results')
           .values({ run_id: input.runId, task_id: input.taskId, attempt: input.attempt, result_json: input.resultJson, committed_at: iso() })
           .onConflict((conflict) => conflict.columns(['run_id', 'task_id']).doNothing())
           .returning('attempt')
           .executeTakeFirst();
-        if (!inserted) return { committed: false, reason: 'already_committed' } as const;
-        await trx.updateTable('workflow_tasks').set({ state: 'committed', error: null }).where('run_id', '=', input.runId).where('task_id', '=', input.taskId).execute();
+        if (!inserted) return { committed: false, reason: 'already_committed', runState: run.state } as const;
+        const task = await trx.selectFrom('workflow_tasks').select('claim_id').where('run_id', '=', input.runId).where('task_id', '=', input.taskId).executeTakeFirst();
+        if (task?.claim_id) await claims.endTasks(trx, [task.claim_id]);
+        await trx
+          .updateTable('workflow_tasks')
+          .set({ state: 'committed', error: null, claim_id: null, claim_owner: null, claim_until: null })
+          .where('run_id', '=', input.runId)
+          .where('task_id', '=', input.taskId)
+          .execute();
         await trx
           .updateTable('workflow_attempts')
           .set({ finished_at: iso(), outcome: 'committed', error: '' })
@@ -251,7 +330,11 @@ export function createPostgresWorkflowStore(context: PostgresStoreContext): Work
           .where('attempt', '=', input.attempt)
           .where('finished_at', 'is', null)
           .execute();
-        return { committed: true } as const;
+        // An attempt of another runner that took the task over meanwhile has nothing left to do.
+        await closeTaskAttempts(trx, input.runId, input.taskId, 'cancelled', 'another attempt committed the task first');
+        if (allCommitted(await claimRows(trx, input.runId))) await finishRunIn(trx, input.runId, 'succeeded', undefined);
+        else await fillSlots(trx, run);
+        return { committed: true, ...(await settled(trx, input.runId, 'committed')) } as const;
       });
     },
 
@@ -259,17 +342,7 @@ export function createPostgresWorkflowStore(context: PostgresStoreContext): Work
       return tx(async (trx) => {
         const run = await lockRun(trx, input.runId);
         if (!run) return undefined;
-        if (run.state === 'running') {
-          const at = iso();
-          await closeOpenAttempts(trx, input.runId, at, 'cancelled', input.error ?? `the run ${input.state}`);
-          await trx.updateTable('workflow_tasks').set({ state: 'skipped' }).where('run_id', '=', input.runId).where('state', '=', 'pending').execute();
-          await trx.updateTable('workflow_tasks').set({ state: 'cancelled' }).where('run_id', '=', input.runId).where('state', '=', 'running').execute();
-          await trx
-            .updateTable('workflow_runs')
-            .set({ state: input.state, error: input.error ?? null, finished_at: at, owner: null, lease_until: null })
-            .where('run_id', '=', input.runId)
-            .execute();
-        }
+        if (run.state === 'running') await finishRunIn(trx, input.runId, input.state, input.error);
         return getRun(trx, input.runId);
       });
     },
@@ -277,7 +350,7 @@ export function createPostgresWorkflowStore(context: PostgresStoreContext): Work
     async listAttempts(runId) {
       const rows = await db
         .selectFrom('workflow_attempts')
-        .select(['task_id', 'attempt', 'started_at', 'finished_at', 'outcome', 'error'])
+        .select(['task_id', 'attempt', 'started_at', 'finished_at', 'outcome', 'error', 'owner'])
         .where('run_id', '=', runId)
         .orderBy('seq')
         .execute();
@@ -289,6 +362,7 @@ export function createPostgresWorkflowStore(context: PostgresStoreContext): Work
           ...(row.finished_at !== null ? { finishedAt: row.finished_at } : {}),
           ...(row.outcome !== null ? { outcome: row.outcome } : {}),
           ...(row.error !== null && row.error !== '' ? { error: row.error } : {}),
+          ...(row.owner !== null ? { owner: row.owner } : {}),
         }),
       );
     },

@@ -70,4 +70,17 @@ export const migrations: readonly SqliteMigration[] = [
   },
   { version: 2, ...scheduleJobMigration },
   { version: 3, ...approvalMigration },
+  {
+    // Task attempts are claimed, not assigned: the claim of a task's current attempt lives on the
+    // task (its owner, the lease's end, the claim's id), and each attempt records who ran it.
+    version: 4,
+    name: 'workflow task claims',
+    sql: `
+      ALTER TABLE workflow_tasks ADD COLUMN claim_owner TEXT;
+      ALTER TABLE workflow_tasks ADD COLUMN claim_until INTEGER;
+      ALTER TABLE workflow_tasks ADD COLUMN claim_id TEXT;
+      ALTER TABLE workflow_attempts ADD COLUMN owner TEXT;
+      CREATE INDEX workflow_tasks_by_state ON workflow_tasks (state, run_id);
+    `,
+  },
 ];

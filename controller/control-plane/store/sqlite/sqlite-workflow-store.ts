@@ -1,6 +1,8 @@
 import { ControlPlaneError } from '../../control-plane-error.js';
 import type {
+  AttemptSettled,
   CommitOutcome,
+  TaskClaim,
   WorkflowAttemptRecord,
   WorkflowRunRecord,
   WorkflowRunState,
@@ -8,6 +10,7 @@ import type {
   WorkflowTaskRecord,
   WorkflowTaskState,
 } from '../workflow-store.js';
+import { allCommitted, INTERRUPTED_BY_GONE_RUNNER, readyTasks, taskFailedError } from '../workflow-readiness.js';
 import type { SqliteStoreContext } from './open-sqlite-store.js';
 
 interface RunRow {
@@ -19,8 +22,6 @@ interface RunRow {
   error: string | null;
   created_at: string;
   finished_at: string | null;
-  owner: string | null;
-  lease_until: number | null;
 }
 
 interface TaskRow {
@@ -35,10 +36,13 @@ interface TaskRow {
   failed_attempts: number;
   error: string | null;
   result_json: string | null;
+  claim_owner: string | null;
+  claim_until: number | null;
+  claim_id: string | null;
 }
 
 const taskColumns = `t.run_id, t.task_id, t.prompt, t.result_schema_json, t.depends_on_json, t.max_attempts, t.state,
-  t.attempts, t.failed_attempts, t.error, r.result_json`;
+  t.attempts, t.failed_attempts, t.error, r.result_json, t.claim_owner, t.claim_until, t.claim_id`;
 
 function toTask(row: TaskRow): WorkflowTaskRecord {
   return {
@@ -52,6 +56,7 @@ function toTask(row: TaskRow): WorkflowTaskRecord {
     resultSchemaJson: row.result_schema_json,
     ...(row.result_json !== null ? { resultJson: row.result_json } : {}),
     ...(row.error !== null ? { error: row.error } : {}),
+    ...(row.state === 'running' && row.claim_owner !== null ? { owner: row.claim_owner } : {}),
   };
 }
 
@@ -66,12 +71,17 @@ function toRun(row: RunRow, tasks: WorkflowTaskRecord[]): WorkflowRunRecord {
     createdAt: row.created_at,
     ...(row.finished_at !== null ? { finishedAt: row.finished_at } : {}),
     ...(row.error !== null ? { error: row.error } : {}),
-    ...(row.owner !== null ? { owner: row.owner } : {}),
-    ...(row.lease_until !== null ? { leaseUntil: row.lease_until } : {}),
   };
 }
 
-/** The workflow part of the SQLite store. Each state change runs in one IMMEDIATE transaction. */
+/** A run's tasks as `claimTask` sees them. */
+type ClaimRow = Pick<TaskRow, 'task_id' | 'state' | 'attempts' | 'claim_owner' | 'claim_until' | 'depends_on_json'>;
+
+/**
+ * The workflow part of the SQLite store. Each state change runs in one IMMEDIATE transaction. A
+ * claim is a lease on the task's row (`claim_owner`, `claim_until`), renewed by its runner; a task
+ * whose lease ran out, or whose owner is named as gone, is claimed again by the next runner.
+ */
 export function createSqliteWorkflowStore(context: SqliteStoreContext): WorkflowStore {
   const { db } = context;
   const iso = () => context.now().toISOString();
@@ -85,23 +95,37 @@ export function createSqliteWorkflowStore(context: SqliteStoreContext): Workflow
       `SELECT ${taskColumns} FROM workflow_tasks t LEFT JOIN workflow_results r ON r.run_id = t.run_id AND r.task_id = t.task_id
        WHERE t.run_id = ? AND t.task_id = ?`,
     ),
+    claimRows: db.prepare<[string], ClaimRow>(
+      'SELECT task_id, state, attempts, claim_owner, claim_until, depends_on_json FROM workflow_tasks WHERE run_id = ? ORDER BY position',
+    ),
     runningCount: db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM workflow_runs WHERE agent_id = ? AND state = 'running'"),
     insertRun: db.prepare(
-      `INSERT INTO workflow_runs (run_id, agent_id, name, state, max_parallel, created_at, owner, lease_until)
-       VALUES (@runId, @agentId, @name, 'running', @maxParallel, @createdAt, @owner, @leaseUntil)`,
+      `INSERT INTO workflow_runs (run_id, agent_id, name, state, max_parallel, created_at)
+       VALUES (@runId, @agentId, @name, 'running', @maxParallel, @createdAt)`,
     ),
     insertTask: db.prepare(
       `INSERT INTO workflow_tasks (run_id, task_id, position, prompt, result_schema_json, depends_on_json, max_attempts, state)
        VALUES (@runId, @taskId, @position, @prompt, @resultSchemaJson, @dependsOnJson, @maxAttempts, 'pending')`,
     ),
-    setTaskState: db.prepare<[WorkflowTaskState, string, string]>('UPDATE workflow_tasks SET state = ? WHERE run_id = ? AND task_id = ?'),
     openAttempts: db.prepare<[string], { task_id: string; attempt: number }>(
       'SELECT task_id, attempt FROM workflow_attempts WHERE run_id = ? AND finished_at IS NULL',
     ),
     closeAttempt: db.prepare<[string, string, string, string, string, number]>(
       'UPDATE workflow_attempts SET finished_at = ?, outcome = ?, error = ? WHERE run_id = ? AND task_id = ? AND attempt = ? AND finished_at IS NULL',
     ),
-    setLease: db.prepare<[string, number, string]>("UPDATE workflow_runs SET owner = ?, lease_until = ? WHERE run_id = ? AND state = 'running'"),
+    closeOtherAttempts: db.prepare<[string, string, string, string, string]>(
+      'UPDATE workflow_attempts SET finished_at = ?, outcome = ?, error = ? WHERE run_id = ? AND task_id = ? AND finished_at IS NULL',
+    ),
+    startAttempt: db.prepare<[number, string, number, string, string, string, string]>(
+      "UPDATE workflow_tasks SET state = 'running', attempts = ?, claim_owner = ?, claim_until = ?, claim_id = ? WHERE run_id = ? AND task_id = ? AND state = ?",
+    ),
+    logAttempt: db.prepare<[string, string, number, string, string]>('INSERT INTO workflow_attempts (run_id, task_id, attempt, started_at, owner) VALUES (?, ?, ?, ?, ?)'),
+    releaseTask: db.prepare<[string, string]>("UPDATE workflow_tasks SET state = 'pending', claim_owner = NULL, claim_until = NULL, claim_id = NULL WHERE run_id = ? AND task_id = ?"),
+    renew: db.prepare<[number, string, string, number, string, string]>(
+      `UPDATE workflow_tasks SET claim_until = ?
+       WHERE run_id = ? AND task_id = ? AND attempts = ? AND claim_owner = ? AND claim_id = ? AND state = 'running'
+         AND EXISTS (SELECT 1 FROM workflow_runs r WHERE r.run_id = workflow_tasks.run_id AND r.state = 'running')`,
+    ),
   };
 
   const getRunSync = (runId: string): WorkflowRunRecord | undefined => {
@@ -110,15 +134,6 @@ export function createSqliteWorkflowStore(context: SqliteStoreContext): Workflow
   };
   // A read of a run and its tasks sees one snapshot, whatever another process writes meanwhile.
   const readRun = db.transaction(getRunSync);
-
-  /** Running tasks of a run go back to pending; their open attempts are logged `interrupted`. */
-  const interruptRunningTasks = (runId: string) => {
-    const at = iso();
-    for (const open of statements.openAttempts.all(runId)) {
-      statements.closeAttempt.run(at, 'interrupted', 'the runner that ran this attempt stopped', runId, open.task_id, open.attempt);
-    }
-    db.prepare("UPDATE workflow_tasks SET state = 'pending' WHERE run_id = ? AND state = 'running'").run(runId);
-  };
 
   const createRun = db.transaction((input: Parameters<WorkflowStore['createRun']>[0]): WorkflowRunRecord => {
     const running = statements.runningCount.get(input.agentId)?.n ?? 0;
@@ -130,15 +145,7 @@ export function createSqliteWorkflowStore(context: SqliteStoreContext): Workflow
     }
     const runId = context.newId();
     const { definition } = input;
-    statements.insertRun.run({
-      runId,
-      agentId: input.agentId,
-      name: definition.name,
-      maxParallel: definition.maxParallel,
-      createdAt: iso(),
-      owner: input.owner ?? null,
-      leaseUntil: input.owner ? context.now().getTime() + (input.leaseMs ?? 0) : null,
-    });
+    statements.insertRun.run({ runId, agentId: input.agentId, name: definition.name, maxParallel: definition.maxParallel, createdAt: iso() });
     definition.tasks.forEach((task, position) => {
       statements.insertTask.run({
         runId,
@@ -153,90 +160,100 @@ export function createSqliteWorkflowStore(context: SqliteStoreContext): Workflow
     return getRunSync(runId)!;
   });
 
-  const claimRuns = db.transaction((input: Parameters<WorkflowStore['claimRuns']>[0]): string[] => {
+  const claimTask = db.transaction((input: Parameters<WorkflowStore['claimTask']>[0]): TaskClaim | undefined => {
     const nowMs = context.now().getTime();
-    const takeOver = input.takeOverFrom ?? [];
-    const candidates = input.runId
-      ? db.prepare<[string], RunRow>("SELECT * FROM workflow_runs WHERE run_id = ? AND state = 'running'").all(input.runId)
-      : db.prepare<[], RunRow>("SELECT * FROM workflow_runs WHERE state = 'running' ORDER BY created_at").all();
-    const claimed: string[] = [];
-    for (const row of candidates) {
-      // The runner already runs the runs it holds; a claim is for runs someone else left.
-      if (row.owner === input.owner) continue;
-      const free = row.owner === null || row.lease_until === null || row.lease_until <= nowMs || takeOver.includes(row.owner);
-      if (!free) continue;
-      interruptRunningTasks(row.run_id);
-      statements.setLease.run(input.owner, nowMs + input.leaseMs, row.run_id);
-      claimed.push(row.run_id);
+    const gone = new Set(input.takeOverFrom ?? []);
+    const where = ["state = 'running'"];
+    const params: string[] = [];
+    for (const [column, values] of [['run_id', input.runIds], ['agent_id', input.agentIds]] as const) {
+      if (values === undefined) continue;
+      if (values.length === 0) return undefined;
+      where.push(`${column} IN (${values.map(() => '?').join(', ')})`);
+      params.push(...values);
     }
-    return claimed;
+    const runs = db.prepare<string[], RunRow>(`SELECT * FROM workflow_runs WHERE ${where.join(' AND ')} ORDER BY created_at, rowid`).all(...params);
+    for (const run of runs) {
+      const tasks = statements.claimRows.all(run.run_id).map((row) => ({ ...row, taskId: row.task_id, dependsOn: JSON.parse(row.depends_on_json) as string[] }));
+      // Attempts whose runner is gone (lease ran out, or named as gone) are interrupted first.
+      for (const task of tasks) {
+        if (task.state !== 'running') continue;
+        const abandoned = task.claim_owner === null || task.claim_until === null || task.claim_until <= nowMs || gone.has(task.claim_owner);
+        if (!abandoned || task.claim_owner === input.owner) continue;
+        statements.closeOtherAttempts.run(iso(), 'interrupted', INTERRUPTED_BY_GONE_RUNNER, run.run_id, task.task_id);
+        statements.releaseTask.run(run.run_id, task.task_id);
+        task.state = 'pending';
+      }
+      if (tasks.filter((task) => task.state === 'running').length >= run.max_parallel) continue;
+      const [next] = readyTasks(tasks);
+      if (!next) continue;
+      const attempt = next.attempts + 1;
+      const claimId = `${run.run_id}/${next.task_id}/${attempt}`;
+      statements.startAttempt.run(attempt, input.owner, nowMs + input.leaseMs, claimId, run.run_id, next.task_id, 'pending');
+      statements.logAttempt.run(run.run_id, next.task_id, attempt, iso(), input.owner);
+      return { runId: run.run_id, taskId: next.task_id, agentId: run.agent_id, attempt, claimId };
+    }
+    return undefined;
   });
 
-  const renewLeases = db.transaction((input: Parameters<WorkflowStore['renewLeases']>[0]): string[] => {
+  const renewClaims = db.transaction((input: Parameters<WorkflowStore['renewClaims']>[0]): TaskClaim[] => {
     const until = context.now().getTime() + input.leaseMs;
-    const held: string[] = [];
-    const renew = db.prepare<[number, string, string]>("UPDATE workflow_runs SET lease_until = ? WHERE run_id = ? AND owner = ? AND state = 'running'");
-    for (const runId of input.runIds) if (renew.run(until, runId, input.owner).changes === 1) held.push(runId);
-    return held;
+    return input.claims.filter((claim) => statements.renew.run(until, claim.runId, claim.taskId, claim.attempt, input.owner, claim.claimId).changes === 1);
   });
 
-  const startAttempt = db.transaction((input: { runId: string; taskId: string }): number | undefined => {
-    const run = statements.run.get(input.runId);
-    const task = statements.task.get(input.runId, input.taskId);
-    if (!run || run.state !== 'running' || !task || task.state !== 'pending') return undefined;
-    const attempt = task.attempts + 1;
-    db.prepare("UPDATE workflow_tasks SET state = 'running', attempts = ? WHERE run_id = ? AND task_id = ?").run(attempt, input.runId, input.taskId);
-    db.prepare('INSERT INTO workflow_attempts (run_id, task_id, attempt, started_at) VALUES (?, ?, ?, ?)').run(input.runId, input.taskId, attempt, iso());
-    return attempt;
-  });
+  /** Ends a running run in the current transaction (see `finishRun`). */
+  const finishRunSync = (runId: string, state: Exclude<WorkflowRunState, 'running'>, error: string | undefined) => {
+    const at = iso();
+    for (const open of statements.openAttempts.all(runId)) {
+      statements.closeAttempt.run(at, 'cancelled', error ?? `the run ${state}`, runId, open.task_id, open.attempt);
+    }
+    db.prepare("UPDATE workflow_tasks SET state = 'skipped' WHERE run_id = ? AND state = 'pending'").run(runId);
+    db.prepare("UPDATE workflow_tasks SET state = 'cancelled' WHERE run_id = ? AND state = 'running'").run(runId);
+    db.prepare('UPDATE workflow_tasks SET claim_owner = NULL, claim_until = NULL, claim_id = NULL WHERE run_id = ?').run(runId);
+    db.prepare('UPDATE workflow_runs SET state = ?, error = ?, finished_at = ? WHERE run_id = ?').run(state, error ?? null, at, runId);
+  };
 
-  const endAttempt = db.transaction((input: Parameters<WorkflowStore['endAttempt']>[0]): WorkflowTaskState | undefined => {
+  const settled = (runId: string, taskState: WorkflowTaskState | undefined): AttemptSettled => {
+    const run = statements.run.get(runId);
+    return { taskState, runState: run?.state, ...(run && run.state !== 'running' && run.error !== null ? { runError: run.error } : {}) };
+  };
+
+  const endAttempt = db.transaction((input: Parameters<WorkflowStore['endAttempt']>[0]): AttemptSettled => {
     const task = statements.task.get(input.runId, input.taskId);
-    if (!task) return undefined;
+    if (!task) return settled(input.runId, undefined);
     const closed = statements.closeAttempt.run(iso(), input.outcome, input.error, input.runId, input.taskId, input.attempt).changes === 1;
-    if (!closed || task.state !== 'running' || task.attempts !== input.attempt) return task.state;
+    if (!closed || task.state !== 'running' || task.attempts !== input.attempt) return settled(input.runId, task.state);
     const failed = task.failed_attempts + (input.outcome === 'failed' ? 1 : 0);
     const state: WorkflowTaskState = failed >= task.max_attempts ? 'failed' : 'pending';
-    db.prepare('UPDATE workflow_tasks SET state = ?, failed_attempts = ?, error = ? WHERE run_id = ? AND task_id = ?').run(
-      state,
-      failed,
-      input.error,
-      input.runId,
-      input.taskId,
-    );
-    return state;
+    db.prepare(
+      'UPDATE workflow_tasks SET state = ?, failed_attempts = ?, error = ?, claim_owner = NULL, claim_until = NULL, claim_id = NULL WHERE run_id = ? AND task_id = ?',
+    ).run(state, failed, input.error, input.runId, input.taskId);
+    if (state === 'failed') finishRunSync(input.runId, 'failed', taskFailedError(input.taskId, failed, input.error));
+    return settled(input.runId, state);
   });
 
   const commitResult = db.transaction((input: Parameters<WorkflowStore['commitResult']>[0]): CommitOutcome => {
     const run = statements.run.get(input.runId);
-    if (!run || run.state !== 'running') return { committed: false, reason: 'not_running' };
+    if (!run || run.state !== 'running') return { committed: false, reason: 'not_running', runState: run?.state, ...(run?.error ? { runError: run.error } : {}) };
     const inserted = db
       .prepare('INSERT INTO workflow_results (run_id, task_id, attempt, result_json, committed_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING')
       .run(input.runId, input.taskId, input.attempt, input.resultJson, iso());
-    if (inserted.changes === 0) return { committed: false, reason: 'already_committed' };
-    statements.setTaskState.run('committed', input.runId, input.taskId);
-    db.prepare('UPDATE workflow_tasks SET error = NULL WHERE run_id = ? AND task_id = ?').run(input.runId, input.taskId);
+    if (inserted.changes === 0) return { committed: false, reason: 'already_committed', runState: run.state };
+    db.prepare("UPDATE workflow_tasks SET state = 'committed', error = NULL, claim_owner = NULL, claim_until = NULL, claim_id = NULL WHERE run_id = ? AND task_id = ?").run(
+      input.runId,
+      input.taskId,
+    );
     statements.closeAttempt.run(iso(), 'committed', '', input.runId, input.taskId, input.attempt);
-    return { committed: true };
+    // An attempt of another runner that took the task over meanwhile has nothing left to do.
+    statements.closeOtherAttempts.run(iso(), 'cancelled', 'another attempt committed the task first', input.runId, input.taskId);
+    const tasks = statements.claimRows.all(input.runId).map((row) => ({ taskId: row.task_id, state: row.state, dependsOn: [] }));
+    if (allCommitted(tasks)) finishRunSync(input.runId, 'succeeded', undefined);
+    return { committed: true, ...settled(input.runId, 'committed') };
   });
 
   const finishRun = db.transaction((input: Parameters<WorkflowStore['finishRun']>[0]): WorkflowRunRecord | undefined => {
     const run = statements.run.get(input.runId);
     if (!run) return undefined;
-    if (run.state === 'running') {
-      const at = iso();
-      for (const open of statements.openAttempts.all(input.runId)) {
-        statements.closeAttempt.run(at, 'cancelled', input.error ?? `the run ${input.state}`, input.runId, open.task_id, open.attempt);
-      }
-      db.prepare("UPDATE workflow_tasks SET state = 'skipped' WHERE run_id = ? AND state = 'pending'").run(input.runId);
-      db.prepare("UPDATE workflow_tasks SET state = 'cancelled' WHERE run_id = ? AND state = 'running'").run(input.runId);
-      db.prepare('UPDATE workflow_runs SET state = ?, error = ?, finished_at = ?, owner = NULL, lease_until = NULL WHERE run_id = ?').run(
-        input.state,
-        input.error ?? null,
-        at,
-        input.runId,
-      );
-    }
+    if (run.state === 'running') finishRunSync(input.runId, input.state, input.error);
     return getRunSync(input.runId);
   });
 
@@ -262,17 +279,17 @@ export function createSqliteWorkflowStore(context: SqliteStoreContext): Workflow
       const list = db.transaction(() => db.prepare<Array<string | number>, RunRow>(sql).all(...params, query.limit).map((row) => toRun(row, statements.tasksOf.all(row.run_id).map(toTask))));
       return list();
     },
-    async claimRuns(input) {
-      return claimRuns.immediate(input);
+    async claimTask(input) {
+      return claimTask.immediate(input);
     },
-    async renewLeases(input) {
-      return renewLeases.immediate(input);
+    async renewClaims(input) {
+      return input.claims.length === 0 ? [] : renewClaims.immediate(input);
     },
-    async releaseRun(input) {
-      db.prepare('UPDATE workflow_runs SET owner = NULL, lease_until = NULL WHERE run_id = ? AND owner = ?').run(input.runId, input.owner);
-    },
-    async startAttempt(input) {
-      return startAttempt.immediate(input);
+    async claimOwners() {
+      return db
+        .prepare<[], { claim_owner: string }>("SELECT DISTINCT claim_owner FROM workflow_tasks WHERE state = 'running' AND claim_owner IS NOT NULL")
+        .all()
+        .map((row) => row.claim_owner);
     },
     async endAttempt(input) {
       return endAttempt.immediate(input);
@@ -285,9 +302,10 @@ export function createSqliteWorkflowStore(context: SqliteStoreContext): Workflow
     },
     async listAttempts(runId) {
       const rows = db
-        .prepare<[string], { task_id: string; attempt: number; started_at: string; finished_at: string | null; outcome: WorkflowAttemptRecord['outcome'] | null; error: string | null }>(
-          'SELECT task_id, attempt, started_at, finished_at, outcome, error FROM workflow_attempts WHERE run_id = ? ORDER BY rowid',
-        )
+        .prepare<
+          [string],
+          { task_id: string; attempt: number; started_at: string; finished_at: string | null; outcome: WorkflowAttemptRecord['outcome'] | null; error: string | null; owner: string | null }
+        >('SELECT task_id, attempt, started_at, finished_at, outcome, error, owner FROM workflow_attempts WHERE run_id = ? ORDER BY rowid')
         .all(runId);
       return rows.map((row) => ({
         taskId: row.task_id,
@@ -296,6 +314,7 @@ export function createSqliteWorkflowStore(context: SqliteStoreContext): Workflow
         ...(row.finished_at !== null ? { finishedAt: row.finished_at } : {}),
         ...(row.outcome !== null ? { outcome: row.outcome } : {}),
         ...(row.error !== null && row.error !== '' ? { error: row.error } : {}),
+        ...(row.owner !== null ? { owner: row.owner } : {}),
       }));
     },
   };

@@ -63,7 +63,7 @@ describe('answerControlRequest', () => {
 
   it('cancels a running workflow once and tells the runner hook', async () => {
     const cancelledRuns: string[] = [];
-    const hooks = { workflowRunner: { owner: 'me', leaseMs: 60_000, adopt: () => {}, cancelled: (runId: string) => cancelledRuns.push(runId) } };
+    const hooks = { workflowRunner: { adopt: () => {}, cancelled: (runId: string) => cancelledRuns.push(runId) } };
     const started = await answerControlRequest({ store, agentId: 'agent-1', hooks, request: { request: { $case: 'startWorkflow', value: { agentId: '', definition } } } });
     const runId = started.reply?.$case === 'startWorkflow' ? started.reply.value.run!.runId : '';
     const cancel = () => answerControlRequest({ store, agentId: 'agent-1', hooks, request: { request: { $case: 'cancelWorkflow', value: { agentId: '', runId, reason: 'enough' } } } });

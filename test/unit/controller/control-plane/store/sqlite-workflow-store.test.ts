@@ -1,9 +1,8 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { isControlPlaneError } from '../../../../../controller/control-plane/control-plane-error.js';
 import type { ControlPlaneStore } from '../../../../../controller/control-plane/store/control-plane-store.js';
 import { openSqliteStore, STORE_FILE_NAME } from '../../../../../controller/control-plane/store/sqlite/open-sqlite-store.js';
 import { migrations } from '../../../../../controller/control-plane/store/sqlite/migrations.js';
@@ -56,70 +55,24 @@ describe('the SQLite workflow store', () => {
     store = await openSqliteStore({ dataDir });
   });
 
-  it('commits a task exactly once, and keeps the persisted schema and result across a reopen', async () => {
-    const run = await store.workflows.createRun({ agentId: 'agent-1', definition, maxRunningPerAgent: 5 });
-    expect(run.tasks.map((task) => [task.taskId, task.state])).toEqual([['a', 'pending'], ['b', 'pending']]);
-    const attempt = await store.workflows.startAttempt({ runId: run.runId, taskId: 'a' });
-    expect(attempt).toBe(1);
-    expect(await store.workflows.startAttempt({ runId: run.runId, taskId: 'a' })).toBeUndefined();
-    expect(await store.workflows.commitResult({ runId: run.runId, taskId: 'a', attempt: 1, resultJson: '{"n":1}' })).toEqual({ committed: true });
-    expect(await store.workflows.commitResult({ runId: run.runId, taskId: 'a', attempt: 1, resultJson: '{"n":2}' })).toEqual({
-      committed: false,
-      reason: 'already_committed',
-    });
+  it('upgrades a store written before task claims (schema 3): its running run keeps its tasks and they become claimable', async () => {
     await store.close();
-    store = await openSqliteStore({ dataDir });
-    const again = await store.workflows.getRun(run.runId);
-    expect(again?.tasks[0]).toMatchObject({ state: 'committed', resultJson: '{"n":1}', resultSchemaJson: JSON.stringify(schema) });
-    expect((await store.workflows.listAttempts(run.runId)).map((a) => [a.taskId, a.attempt, a.outcome])).toEqual([['a', 1, 'committed']]);
-  });
-
-  it('counts failed attempts against max_attempts, but not interrupted ones', async () => {
-    const run = await store.workflows.createRun({ agentId: 'agent-1', definition, maxRunningPerAgent: 5 });
-    const first = await store.workflows.startAttempt({ runId: run.runId, taskId: 'a' });
-    expect(await store.workflows.endAttempt({ runId: run.runId, taskId: 'a', attempt: first!, outcome: 'interrupted', error: 'stopped' })).toBe('pending');
-    const second = await store.workflows.startAttempt({ runId: run.runId, taskId: 'a' });
-    expect(await store.workflows.endAttempt({ runId: run.runId, taskId: 'a', attempt: second!, outcome: 'failed', error: 'no submission' })).toBe('pending');
-    const third = await store.workflows.startAttempt({ runId: run.runId, taskId: 'a' });
-    expect(await store.workflows.endAttempt({ runId: run.runId, taskId: 'a', attempt: third!, outcome: 'failed', error: 'still none' })).toBe('failed');
-    const stored = await store.workflows.getRun(run.runId);
-    expect(stored?.tasks[0]).toMatchObject({ attempts: 3, failedAttempts: 2, error: 'still none', state: 'failed' });
-  });
-
-  it('finishing a run skips pending tasks, cancels running ones and refuses later commits', async () => {
-    const run = await store.workflows.createRun({ agentId: 'agent-1', definition, maxRunningPerAgent: 5 });
-    await store.workflows.startAttempt({ runId: run.runId, taskId: 'a' });
-    const finished = await store.workflows.finishRun({ runId: run.runId, state: 'cancelled', error: 'user said stop' });
-    expect(finished).toMatchObject({ state: 'cancelled', error: 'user said stop' });
-    expect(finished?.tasks.map((task) => task.state)).toEqual(['cancelled', 'skipped']);
-    expect(await store.workflows.commitResult({ runId: run.runId, taskId: 'a', attempt: 1, resultJson: '{}' })).toEqual({ committed: false, reason: 'not_running' });
-    expect((await store.workflows.listAttempts(run.runId))[0]?.outcome).toBe('cancelled');
-  });
-
-  it('refuses a run past the per-agent limit, counting only that agent', async () => {
-    await store.workflows.createRun({ agentId: 'agent-1', definition, maxRunningPerAgent: 1 });
-    await store.workflows.createRun({ agentId: 'agent-2', definition, maxRunningPerAgent: 1 });
-    const refused = await store.workflows.createRun({ agentId: 'agent-1', definition, maxRunningPerAgent: 1 }).catch((error: unknown) => error);
-    expect(isControlPlaneError(refused, 'limit_exceeded')).toBe(true);
-    expect((await store.workflows.listRuns({ agentId: 'agent-1', limit: 10 })).length).toBe(1);
-  });
-
-  it('lets another runner claim a run only once its lease ran out, and interrupts what was running', async () => {
-    const run = await store.workflows.createRun({ agentId: 'agent-1', definition, maxRunningPerAgent: 5, owner: 'runner-1', leaseMs: 10_000 });
-    await store.workflows.startAttempt({ runId: run.runId, taskId: 'a' });
-    expect(await store.workflows.claimRuns({ owner: 'runner-2', leaseMs: 10_000 })).toEqual([]);
-    clock += 5_000;
-    expect(await store.workflows.renewLeases({ owner: 'runner-1', leaseMs: 10_000, runIds: [run.runId] })).toEqual([run.runId]);
-    clock += 9_000;
-    expect(await store.workflows.claimRuns({ owner: 'runner-2', leaseMs: 10_000 })).toEqual([]);
-    clock += 2_000;
-    expect(await store.workflows.claimRuns({ owner: 'runner-2', leaseMs: 10_000 })).toEqual([run.runId]);
-    const claimed = await store.workflows.getRun(run.runId);
-    expect(claimed).toMatchObject({ owner: 'runner-2' });
-    expect(claimed?.tasks[0]).toMatchObject({ state: 'pending', attempts: 1, failedAttempts: 0 });
-    expect((await store.workflows.listAttempts(run.runId))[0]?.outcome).toBe('interrupted');
-    expect(await store.workflows.renewLeases({ owner: 'runner-1', leaseMs: 10_000, runIds: [run.runId] })).toEqual([]);
-    // An owner named as gone is taken over at once.
-    expect(await store.workflows.claimRuns({ owner: 'runner-3', leaseMs: 10_000, takeOverFrom: ['runner-2'] })).toEqual([run.runId]);
+    await rm(dataDir, { recursive: true, force: true });
+    await mkdir(dataDir, { recursive: true });
+    // A file as the previous release left it: schema 3, a running run leased to a runner, a as running.
+    const old = new Database(join(dataDir, STORE_FILE_NAME));
+    for (const migration of migrations.slice(0, 3)) old.exec(migration.sql);
+    old.pragma('user_version = 3');
+    old.prepare("INSERT INTO workflow_runs (run_id, agent_id, name, state, max_parallel, created_at, owner, lease_until) VALUES ('r', 'agent-1', 'two', 'running', 2, '2026-11-30T19:00:00.000Z', 'gone:1:x', 0)").run();
+    const insertTask = old.prepare("INSERT INTO workflow_tasks (run_id, task_id, position, prompt, result_schema_json, depends_on_json, max_attempts, state, attempts) VALUES ('r', ?, ?, 'p', '{}', ?, 2, ?, ?)");
+    insertTask.run('a', 0, '[]', 'running', 1);
+    insertTask.run('b', 1, '["a"]', 'pending', 0);
+    old.prepare("INSERT INTO workflow_attempts (run_id, task_id, attempt, started_at) VALUES ('r', 'a', 1, '2026-11-30T19:00:00.000Z')").run();
+    old.close();
+    store = await openSqliteStore({ dataDir, now: () => new Date(clock) });
+    expect((await store.workflows.getRun('r'))?.tasks.map((task) => task.state)).toEqual(['running', 'pending']);
+    // The old runner's attempt has no claim: it is interrupted and a claimed again as attempt 2.
+    expect(await store.workflows.claimTask({ owner: 'r1', leaseMs: 1_000 })).toMatchObject({ runId: 'r', taskId: 'a', attempt: 2 });
+    expect((await store.workflows.listAttempts('r')).map((a) => [a.attempt, a.outcome])).toEqual([[1, 'interrupted'], [2, undefined]]);
   });
 });

@@ -2,19 +2,9 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { isControlPlaneError } from '../../../../../controller/control-plane/control-plane-error.js';
 import { Scheduler, type Firing } from '../../../../../controller/control-plane/schedules/scheduler.js';
 import type { ControlPlaneStore } from '../../../../../controller/control-plane/store/control-plane-store.js';
-import type { WorkflowDefinition } from '../../../../../controller/control-plane/store/workflow-store.js';
 import { askControlPlane as ask } from '../../../../fixtures/ask-control-plane.js';
 import { postgresBackend, sqliteBackend, type StoreLocation } from '../../../../fixtures/store-backends.js';
 
-const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] };
-const definition: WorkflowDefinition = {
-  name: 'two',
-  maxParallel: 2,
-  tasks: [
-    { id: 'a', prompt: 'first', resultSchema: schema, dependsOn: [], maxAttempts: 2 },
-    { id: 'b', prompt: 'second', resultSchema: schema, dependsOn: ['a'], maxAttempts: 2 },
-  ],
-};
 const T0 = Date.parse('2026-11-30T21:00:00.000Z');
 
 /** Polls `read` (every 200 ms, at most 20 s) until it gives a value. */
@@ -29,7 +19,7 @@ async function eventually<T>(read: () => Promise<T | undefined>): Promise<T | un
 const minute = 60_000;
 const OWNER = 'host:1234:runner';
 
-// Every store test, once per backend: the same behaviour is the contract, whichever database holds it.
+// Every store test, once per backend (the workflow part is in workflow-store-conformance.test.ts): the same behaviour is the contract, whichever database holds it.
 for (const backend of [sqliteBackend(), postgresBackend('the ControlPlaneStore conformance suite')]) {
   describe(`ControlPlaneStore conformance: ${backend.name}`, backend.suiteOptions, () => {
     let location: StoreLocation;
@@ -55,107 +45,6 @@ for (const backend of [sqliteBackend(), postgresBackend('the ControlPlaneStore c
       await store.close();
       for (const other of others.splice(0)) await other.close();
       await location.remove();
-    });
-
-    describe('workflows', () => {
-      it('commits a task exactly once, and keeps the persisted schema and result across a reopen', async () => {
-        const run = await store.workflows.createRun({ agentId: 'agent-1', definition, maxRunningPerAgent: 5 });
-        expect(run.tasks.map((task) => [task.taskId, task.state])).toEqual([['a', 'pending'], ['b', 'pending']]);
-        expect(await store.workflows.startAttempt({ runId: run.runId, taskId: 'a' })).toBe(1);
-        expect(await store.workflows.startAttempt({ runId: run.runId, taskId: 'a' })).toBeUndefined();
-        expect(await store.workflows.commitResult({ runId: run.runId, taskId: 'a', attempt: 1, resultJson: '{"n":1}' })).toEqual({ committed: true });
-        expect(await store.workflows.commitResult({ runId: run.runId, taskId: 'a', attempt: 1, resultJson: '{"n":2}' })).toEqual({ committed: false, reason: 'already_committed' });
-        await store.close();
-        store = await location.open({ now });
-        const again = await store.workflows.getRun(run.runId);
-        expect(again?.tasks[0]).toMatchObject({ state: 'committed', resultJson: '{"n":1}', resultSchemaJson: JSON.stringify(schema) });
-        expect(again?.tasks[1]).toMatchObject({ state: 'pending', dependsOn: ['a'] });
-        expect((await store.workflows.listAttempts(run.runId)).map((a) => [a.taskId, a.attempt, a.outcome])).toEqual([['a', 1, 'committed']]);
-      });
-
-      it('commits once when two controllers race to commit the same task', async () => {
-        const other = await second();
-        const run = await store.workflows.createRun({ agentId: 'agent-1', definition, maxRunningPerAgent: 5 });
-        await store.workflows.startAttempt({ runId: run.runId, taskId: 'a' });
-        const outcomes = await Promise.all(
-          Array.from({ length: 6 }, (_, i) => (i % 2 ? other : store).workflows.commitResult({ runId: run.runId, taskId: 'a', attempt: 1, resultJson: `{"n":${i}}` })),
-        );
-        expect(outcomes.filter((outcome) => outcome.committed)).toHaveLength(1);
-        expect(outcomes.filter((outcome) => !outcome.committed && outcome.reason === 'already_committed')).toHaveLength(5);
-      });
-
-      it('counts failed attempts against max_attempts, but not interrupted ones', async () => {
-        const run = await store.workflows.createRun({ agentId: 'agent-1', definition, maxRunningPerAgent: 5 });
-        const first = await store.workflows.startAttempt({ runId: run.runId, taskId: 'a' });
-        expect(await store.workflows.endAttempt({ runId: run.runId, taskId: 'a', attempt: first!, outcome: 'interrupted', error: 'stopped' })).toBe('pending');
-        const secondAttempt = await store.workflows.startAttempt({ runId: run.runId, taskId: 'a' });
-        expect(await store.workflows.endAttempt({ runId: run.runId, taskId: 'a', attempt: secondAttempt!, outcome: 'failed', error: 'no submission' })).toBe('pending');
-        const third = await store.workflows.startAttempt({ runId: run.runId, taskId: 'a' });
-        expect(await store.workflows.endAttempt({ runId: run.runId, taskId: 'a', attempt: third!, outcome: 'failed', error: 'still none' })).toBe('failed');
-        // Ending an attempt twice changes nothing.
-        expect(await store.workflows.endAttempt({ runId: run.runId, taskId: 'a', attempt: third!, outcome: 'failed', error: 'again' })).toBe('failed');
-        expect((await store.workflows.getRun(run.runId))?.tasks[0]).toMatchObject({ attempts: 3, failedAttempts: 2, error: 'still none', state: 'failed' });
-      });
-
-      it('finishing a run skips pending tasks, cancels running ones and refuses later commits', async () => {
-        const run = await store.workflows.createRun({ agentId: 'agent-1', definition, maxRunningPerAgent: 5 });
-        await store.workflows.startAttempt({ runId: run.runId, taskId: 'a' });
-        clock += 1_000;
-        const finished = await store.workflows.finishRun({ runId: run.runId, state: 'cancelled', error: 'user said stop' });
-        expect(finished).toMatchObject({ state: 'cancelled', error: 'user said stop', finishedAt: new Date(T0 + 1_000).toISOString() });
-        expect(finished?.tasks.map((task) => task.state)).toEqual(['cancelled', 'skipped']);
-        expect(await store.workflows.commitResult({ runId: run.runId, taskId: 'a', attempt: 1, resultJson: '{}' })).toEqual({ committed: false, reason: 'not_running' });
-        expect((await store.workflows.listAttempts(run.runId))[0]?.outcome).toBe('cancelled');
-        expect(await store.workflows.finishRun({ runId: 'no-such-run', state: 'failed' })).toBeUndefined();
-      });
-
-      it('refuses a run past the per-agent limit, counting only that agent, even when controllers race', async () => {
-        const other = await second();
-        const attempts = await Promise.allSettled(
-          Array.from({ length: 4 }, (_, i) => (i % 2 ? other : store).workflows.createRun({ agentId: 'agent-1', definition, maxRunningPerAgent: 2 })),
-        );
-        expect(attempts.filter((a) => a.status === 'fulfilled')).toHaveLength(2);
-        expect(attempts.filter((a) => a.status === 'rejected' && isControlPlaneError(a.reason, 'limit_exceeded'))).toHaveLength(2);
-        await store.workflows.createRun({ agentId: 'agent-2', definition, maxRunningPerAgent: 2 });
-        expect((await store.workflows.listRuns({ agentId: 'agent-1', limit: 10 })).length).toBe(2);
-        expect((await store.workflows.listRuns({ limit: 10 })).length).toBe(3);
-        expect((await store.workflows.listRuns({ state: 'succeeded', limit: 10 })).length).toBe(0);
-      });
-
-      it('lists runs newest first', async () => {
-        const first = await store.workflows.createRun({ agentId: 'agent-1', definition, maxRunningPerAgent: 5 });
-        clock += 1;
-        const later = await store.workflows.createRun({ agentId: 'agent-1', definition, maxRunningPerAgent: 5 });
-        expect((await store.workflows.listRuns({ agentId: 'agent-1', limit: 10 })).map((run) => run.runId)).toEqual([later.runId, first.runId]);
-        expect((await store.workflows.listRuns({ agentId: 'agent-1', limit: 1 })).map((run) => run.runId)).toEqual([later.runId]);
-      });
-
-      it('lets another runner claim a run only once its lease ran out, and interrupts what was running', async () => {
-        const run = await store.workflows.createRun({ agentId: 'agent-1', definition, maxRunningPerAgent: 5, owner: 'runner-1', leaseMs: 10_000 });
-        await store.workflows.startAttempt({ runId: run.runId, taskId: 'a' });
-        expect(await store.workflows.claimRuns({ owner: 'runner-2', leaseMs: 10_000 })).toEqual([]);
-        clock += 5_000;
-        expect(await store.workflows.renewLeases({ owner: 'runner-1', leaseMs: 10_000, runIds: [run.runId] })).toEqual([run.runId]);
-        clock += 9_000;
-        expect(await store.workflows.claimRuns({ owner: 'runner-2', leaseMs: 10_000 })).toEqual([]);
-        clock += 2_000;
-        expect(await store.workflows.claimRuns({ owner: 'runner-2', leaseMs: 10_000 })).toEqual([run.runId]);
-        const claimed = await store.workflows.getRun(run.runId);
-        expect(claimed).toMatchObject({ owner: 'runner-2', leaseUntil: clock + 10_000 });
-        expect(claimed?.tasks[0]).toMatchObject({ state: 'pending', attempts: 1, failedAttempts: 0 });
-        expect((await store.workflows.listAttempts(run.runId))[0]?.outcome).toBe('interrupted');
-        expect(await store.workflows.renewLeases({ owner: 'runner-1', leaseMs: 10_000, runIds: [run.runId] })).toEqual([]);
-        expect(await store.workflows.claimRuns({ owner: 'runner-3', leaseMs: 10_000, takeOverFrom: ['runner-2'] })).toEqual([run.runId]);
-        await store.workflows.releaseRun({ owner: 'runner-3', runId: run.runId });
-        expect(await store.workflows.getRun(run.runId)).not.toHaveProperty('owner');
-      });
-
-      it('gives a free run to exactly one of two controllers claiming together', async () => {
-        const other = await second();
-        const runs = await Promise.all([1, 2, 3].map(() => store.workflows.createRun({ agentId: 'agent-1', definition, maxRunningPerAgent: 5 })));
-        const [mine, theirs] = await Promise.all([store.workflows.claimRuns({ owner: 'c1', leaseMs: 60_000 }), other.workflows.claimRuns({ owner: 'c2', leaseMs: 60_000 })]);
-        expect([...mine, ...theirs].sort()).toEqual(runs.map((run) => run.runId).sort());
-      });
     });
 
     describe('schedules', () => {

@@ -1,0 +1,155 @@
+import { CompiledQuery, type Transaction } from 'kysely';
+import PgBoss from 'pg-boss';
+import type { PostgresDatabase } from './postgres-schema.js';
+
+/** The pg-boss queue whose jobs are background-job turns (one per queued job, a schedule firing's included). */
+export const JOB_TURN_QUEUE = 'tools-runtime-job-turns';
+/** The pg-boss queue whose jobs are workflow task attempts (one per queued or running attempt). */
+export const TASK_ATTEMPT_QUEUE = 'tools-runtime-task-attempts';
+
+/** Options of the claims. */
+export interface PgBossClaimsOptions {
+  url: string;
+  /** How long a claim lives without being completed before pg-boss expires it and another controller may run the job (default 900 s). */
+  expireInSeconds?: number;
+  /** How often pg-boss looks for expired claims (default: a third of the expiry, between 1 and 60 s). */
+  maintenanceIntervalSeconds?: number;
+}
+
+/** One claimed job turn. */
+export interface JobTurnClaim {
+  /** pg-boss's id of the claim. */
+  id: string;
+  jobId: string;
+}
+
+/** One claimed workflow task attempt. */
+export interface TaskAttemptClaim {
+  /** pg-boss's id of the claim (the same id across pg-boss's retries of it). */
+  id: string;
+  runId: string;
+  taskId: string;
+}
+
+/** Runs pg-boss's SQL inside the caller's Kysely transaction. */
+function inTransaction(trx: Transaction<PostgresDatabase>) {
+  return { executeSql: async (text: string, values: unknown[]) => ({ rows: (await trx.executeQuery(CompiledQuery.raw(text, values))).rows as unknown[] }) };
+}
+
+/**
+ * The control plane's work as pg-boss jobs, so that work is claimed, not assigned. Workflow task
+ * attempts: each queued attempt is one pg-boss job, sent in the transaction that made the task
+ * ready, fetched (SKIP LOCKED) by whichever controller asks first, completed or cancelled in the
+ * transaction that ends the attempt, and expired by pg-boss when its controller dies, after which
+ * another controller fetches it again and runs a new attempt. Background-job turns: each queued job is
+ * one pg-boss job (sent in the same transaction as the job's row), claimed with pg-boss's SKIP
+ * LOCKED fetch by whichever controller asks first, completed when its turn is recorded, handed back
+ * (retried at once) when a controller stops or cannot run it, and expired by pg-boss when a
+ * controller dies holding it, after which another controller claims it again. Every pg-boss job has
+ * a singleton key (the job, or a schedule firing's (schedule, fire time)), in a `short` queue, so a
+ * key is never queued twice.
+ */
+export class PgBossClaims {
+  readonly #boss: PgBoss;
+  readonly #expireInSeconds: number;
+
+  private constructor(boss: PgBoss, expireInSeconds: number) {
+    this.#boss = boss;
+    this.#expireInSeconds = expireInSeconds;
+  }
+
+  /**
+   * Starts pg-boss on the database (its own schema `pgboss`, migrated by pg-boss under its own lock)
+   * and creates the queues when missing.
+   *
+   * @throws Error from pg-boss when the database cannot be reached or migrated.
+   */
+  static async start(options: PgBossClaimsOptions): Promise<PgBossClaims> {
+    const expireInSeconds = options.expireInSeconds ?? 900;
+    const boss = new PgBoss({
+      connectionString: options.url,
+      max: 3,
+      schedule: false,
+      supervise: true,
+      migrate: true,
+      maintenanceIntervalSeconds: options.maintenanceIntervalSeconds ?? Math.min(60, Math.max(1, Math.floor(expireInSeconds / 3))),
+      monitorStateIntervalSeconds: 3600,
+    });
+    // pg-boss reports background failures (a lost connection during maintenance) as events; the
+    // next claim or send reports its own error to the caller.
+    boss.on('error', () => undefined);
+    await boss.start();
+    for (const queue of [JOB_TURN_QUEUE, TASK_ATTEMPT_QUEUE]) {
+      await boss.createQueue(queue, { name: queue, policy: 'short', retryLimit: 1_000_000, retryDelay: 1, expireInSeconds });
+    }
+    return new PgBossClaims(boss, expireInSeconds);
+  }
+
+  /** Queues a job's turn inside the caller's transaction; false when its singleton key is already queued. */
+  async enqueue(trx: Transaction<PostgresDatabase>, input: { jobId: string; singletonKey: string }): Promise<boolean> {
+    const id = await this.#boss.send(JOB_TURN_QUEUE, { jobId: input.jobId }, { singletonKey: input.singletonKey, expireInSeconds: this.#expireInSeconds, db: inTransaction(trx) });
+    return id !== null;
+  }
+
+  /** Claims the next job turn, or undefined when none is queued. */
+  async fetch(): Promise<JobTurnClaim | undefined> {
+    const [job] = await this.#boss.fetch<{ jobId: string }>(JOB_TURN_QUEUE, { batchSize: 1 });
+    return job ? { id: job.id, jobId: job.data.jobId } : undefined;
+  }
+
+  /** Ends a claim for good (the job was recorded, or no longer needs a turn). */
+  async complete(claimId: string): Promise<void> {
+    await this.#boss.complete(JOB_TURN_QUEUE, claimId);
+  }
+
+  /** Gives a claim back: the job turn becomes claimable again after pg-boss's retry delay (1 s). */
+  async handBack(claimIds: string[]): Promise<void> {
+    if (claimIds.length > 0) await this.#boss.fail(JOB_TURN_QUEUE, claimIds);
+  }
+
+  /** How long a claim lives before pg-boss expires it (s). */
+  get expireInSeconds(): number {
+    return this.#expireInSeconds;
+  }
+
+  /**
+   * Queues a task's next attempt inside the caller's transaction and returns the claim's id.
+   *
+   * @throws Error when the task already has a queued attempt (its singleton key): the store's
+   *   bookkeeping would be wrong.
+   */
+  async enqueueTask(trx: Transaction<PostgresDatabase>, input: { runId: string; taskId: string }): Promise<string> {
+    const id = await this.#boss.send(TASK_ATTEMPT_QUEUE, { runId: input.runId, taskId: input.taskId }, {
+      singletonKey: `task:${input.runId}:${input.taskId}`,
+      expireInSeconds: this.#expireInSeconds,
+      db: inTransaction(trx),
+    });
+    if (id === null) throw new Error(`task ${input.taskId} of run ${input.runId} already has a queued attempt`);
+    return id;
+  }
+
+  /** Claims the next queued task attempt, or undefined when none is queued. */
+  async fetchTask(): Promise<TaskAttemptClaim | undefined> {
+    const [job] = await this.#boss.fetch<{ runId: string; taskId: string }>(TASK_ATTEMPT_QUEUE, { batchSize: 1 });
+    return job ? { id: job.id, runId: job.data.runId, taskId: job.data.taskId } : undefined;
+  }
+
+  /** Ends task attempt claims for good, inside the caller's transaction (queued ones are cancelled, active ones completed). */
+  async endTasks(trx: Transaction<PostgresDatabase>, claimIds: string[]): Promise<void> {
+    if (claimIds.length === 0) return;
+    const db = inTransaction(trx);
+    // (pg-boss 10's complete() takes an id list only without options at run time, so one call per id.)
+    for (const id of claimIds) await this.#boss.complete(TASK_ATTEMPT_QUEUE, id, {}, { db });
+    await this.#boss.cancel(TASK_ATTEMPT_QUEUE, claimIds, { db });
+  }
+
+  /** Gives task attempt claims back: claimable again after pg-boss's retry delay (1 s). */
+  async handBackTasks(claimIds: string[]): Promise<void> {
+    if (claimIds.length > 0) await this.#boss.fail(TASK_ATTEMPT_QUEUE, claimIds);
+  }
+
+  /** Stops pg-boss and closes its pool. */
+  async stop(): Promise<void> {
+    await this.#boss.stop({ graceful: false, wait: true, timeout: 5_000 });
+  }
+}
