@@ -45,6 +45,10 @@ export interface FleetReport {
   tasksCommittedTwice: number;
   /** Jobs finished per controller (by its runner id's pid), in start order; restarted ones count separately. */
   spread: Record<string, number>;
+  /** Workflow tasks committed per controller (the controller whose attempt committed it). */
+  taskSpread: Record<string, number>;
+  /** Task attempts logged interrupted (their controller died or stopped) and run again elsewhere. */
+  tasksRunAgain: number;
   killed?: string;
   restarted?: string;
 }
@@ -156,13 +160,19 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     const wallMs = performance.now() - started;
 
     const one = async (text: string) => Number((await db!.query<{ n: string }>(text)).rows[0]!.n);
-    const owners = await db.query<{ owner: string; n: string }>(`SELECT owner, count(*) AS n FROM jobs WHERE status = 'succeeded' GROUP BY owner`);
-    const spread: Record<string, number> = {};
-    for (const row of owners.rows) {
-      const pid = Number(row.owner?.split(':').at(-2));
-      const label = labelled.find((entry) => entry.pids.includes(pid))?.label ?? `runner ${row.owner}`;
-      spread[label] = (spread[label] ?? 0) + Number(row.n);
-    }
+    /** Counts per controller, from rows of (owner, n): an owner id is `host:pid:random`. */
+    const byController = async (text: string) => {
+      const spread: Record<string, number> = {};
+      for (const row of (await db!.query<{ owner: string; n: string }>(text)).rows) {
+        const pid = Number(row.owner?.split(':').at(-2));
+        const label = labelled.find((entry) => entry.pids.includes(pid))?.label ?? `runner ${row.owner}`;
+        spread[label] = (spread[label] ?? 0) + Number(row.n);
+      }
+      return spread;
+    };
+    const spread = await byController(`SELECT owner, count(*) AS n FROM jobs WHERE status = 'succeeded' GROUP BY owner`);
+    // Workflow task attempts are pg-boss jobs too: which controller's attempt committed each task.
+    const taskSpread = await byController(`SELECT owner, count(*) AS n FROM workflow_attempts WHERE outcome = 'committed' GROUP BY owner`);
     const report: FleetReport = {
       controllers: options.controllers,
       agents: options.agents,
@@ -185,6 +195,8 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
         "SELECT count(*) AS n FROM (SELECT run_id, task_id FROM workflow_attempts WHERE outcome = 'committed' GROUP BY run_id, task_id HAVING count(*) > 1) AS twice",
       ),
       spread,
+      taskSpread,
+      tasksRunAgain: await one("SELECT count(*) AS n FROM workflow_attempts WHERE outcome = 'interrupted'"),
       ...(killed ? { killed } : {}),
       ...(restarted ? { restarted } : {}),
     };

@@ -32,7 +32,7 @@ export async function run(): Promise<BenchRow[]> {
         value: report.turnsPerSecond,
         unit: 'turns/s',
         ...(controllers > 1 ? { reference: '1 controller, same work', ratio: report.turnsPerSecond / single.turnsPerSecond } : {}),
-        note: `${report.taskTurns} turns in ${(report.wallMs / 1000).toFixed(1)} s; spread ${JSON.stringify(report.spread)}`,
+        note: `${report.taskTurns} turns in ${(report.wallMs / 1000).toFixed(1)} s; jobs ${JSON.stringify(report.spread)}; tasks ${JSON.stringify(report.taskSpread)}`,
       });
     }
     const chaos = await runFleet({ ...shape, controllers: 3, agents: chaosAgents, chaos: true, timeoutMs: 1_200_000 });
@@ -42,12 +42,13 @@ export async function run(): Promise<BenchRow[]> {
     count('schedules fired twice', chaos.schedules.firedTwice, `${chaos.schedules.fired} of ${chaos.schedules.total} fired`);
     count('jobs lost', chaos.jobs.lost, `${chaos.jobs.succeeded} of ${chaos.jobs.total} succeeded`);
     count('jobs run again', chaos.jobs.ranMoreThanOnce, 'at-least-once: turns their controller died or stopped in, claimed again');
+    count('task attempts run again', chaos.tasksRunAgain, 'attempts a dying or stopping controller held, logged interrupted and claimed again');
     rows.push({
       suite,
       name: `chaos (${chaosAgents} agents, 3 controllers): task turns/s`,
       value: chaos.turnsPerSecond,
       unit: 'turns/s',
-      note: `${chaos.killed}; ${chaos.restarted}; spread ${JSON.stringify(chaos.spread)}`,
+      note: `${chaos.killed}; ${chaos.restarted}; jobs ${JSON.stringify(chaos.spread)}; tasks ${JSON.stringify(chaos.taskSpread)}`,
     });
     return rows;
   } finally {

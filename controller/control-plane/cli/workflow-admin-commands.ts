@@ -13,7 +13,7 @@ export const WORKFLOW_ADMIN_USAGE = `Usage: npm run controller -- workflow list 
 
 Reads (and for cancel, changes) the control-plane store directly, as an operator: every agent's runs
 unless --agent-id names one. Prints JSON (one run a line for list). A cancelled run's task turns stop
-at once when this process runs them, else at their runner's next lease renewal (within 10 s).`;
+at once when this process runs them, else at their runner's next claim renewal (within a second).`;
 
 /** A run as printed: states by name, results parsed. */
 function printable(run: WorkflowRun | undefined): unknown {

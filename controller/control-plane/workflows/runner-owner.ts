@@ -3,9 +3,9 @@ import { hostname } from 'node:os';
 import { processIsRunning } from '../../../src/process-liveness.js';
 
 /**
- * A lease owner id for a runner of this process: `host:pid:random`. The host and pid let a runner
+ * A claim owner id for a runner of this process: `host:pid:random`. The host and pid let a runner
  * on the same machine see that an owner's process is gone and take its runs over at once, rather
- * than waiting for the lease to run out.
+ * than waiting for its claims to lapse.
  */
 export function newRunnerOwner(): string {
   return `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;

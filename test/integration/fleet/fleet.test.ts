@@ -17,5 +17,8 @@ describe('fleet simulation', requirePostgres('the fleet simulation test'), () =>
     // Every succeeded job is attributed to one of the controllers this test started.
     expect(Object.keys(report.spread).every((label) => label.startsWith('controller '))).toBe(true);
     expect(Object.values(report.spread).reduce((sum, n) => sum + n, 0)).toBe(40);
+    // Each of the 12 workflow tasks was committed by one attempt of one of these controllers.
+    expect(Object.keys(report.taskSpread).every((label) => label.startsWith('controller '))).toBe(true);
+    expect(Object.values(report.taskSpread).reduce((sum, n) => sum + n, 0)).toBe(12);
   }, 300_000);
 });
