@@ -77,9 +77,8 @@ export class WorkflowRunner implements WorkflowRunnerHook {
   /** Runs adopted by id (the CLI's); `agents` widens the scope to every run of those agents (serve), `all` to every run. */
   private readonly runIds = new Set<string>();
   private agents: Set<string> | 'all' | undefined;
-  /** Runs this runner worked on or was asked about, whose end it reports once. */
+  /** Runs this runner worked on or was asked about and whose end it has not reported yet (reported once, then forgotten). */
   private readonly known = new Set<string>();
-  private readonly reported = new Set<string>();
   private readonly waiters = new Map<string, Set<() => void>>();
   private gone: string[] = [];
   private timer: NodeJS.Timeout | undefined;
@@ -137,17 +136,18 @@ export class WorkflowRunner implements WorkflowRunnerHook {
    */
   async waitForRun(runId: string, options: { signal?: AbortSignal } = {}): Promise<WorkflowRunRecord | undefined> {
     const { signal } = options;
-    this.known.add(runId);
     for (;;) {
       if (signal?.aborted) throw new ToolRuntimeError('aborted', 'waiting for the workflow was aborted');
       const run = await this.options.store.workflows.getRun(runId);
       if (!run || run.state !== 'running' || this.closed) return run;
+      this.known.add(runId);
       await new Promise<void>((resolve, reject) => {
         const waiting = this.waiters.get(runId) ?? new Set();
         this.waiters.set(runId, waiting);
         const done = () => {
           clearTimeout(timer);
           waiting.delete(done);
+          if (waiting.size === 0 && this.waiters.get(runId) === waiting) this.waiters.delete(runId);
           signal?.removeEventListener('abort', onAbort);
           resolve();
         };
@@ -291,9 +291,8 @@ export class WorkflowRunner implements WorkflowRunnerHook {
     const run = known ?? (await this.options.store.workflows.getRun(runId).catch(() => undefined));
     if (!run || run.state === 'running') return;
     this.wake(runId);
-    if (this.reported.has(runId) || !this.known.has(runId)) return;
-    this.reported.add(runId);
     this.runIds.delete(runId);
+    if (!this.known.delete(runId)) return;
     this.options.onEvent?.({ type: 'run-finished', runId, state: run.state, ...(run.error ? { error: run.error } : {}) });
   }
 
