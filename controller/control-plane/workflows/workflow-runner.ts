@@ -7,7 +7,7 @@ import type { TurnEvent } from '../../loop/turn-events.js';
 import type { ResponsesModel } from '../../model/responses-model.js';
 import type { WorkflowRunnerHook } from '../answer-control-request.js';
 import type { ControlPlaneStore } from '../store/control-plane-store.js';
-import type { TaskClaim, TaskClaimScope, WorkflowRunRecord } from '../store/workflow-store.js';
+import type { TaskClaim, TaskClaimScope, WorkflowRunRecord, WorkflowTaskRecord } from '../store/workflow-store.js';
 import { buildTaskPrompt } from './build-task-prompt.js';
 import { checkSubmittedResult } from './check-submitted-result.js';
 import { deadLocalOwners, newRunnerOwner } from './runner-owner.js';
@@ -74,6 +74,12 @@ export class WorkflowRunner implements WorkflowRunnerHook {
   private readonly attemptTimeoutMs: number;
   private readonly attempts = new Map<string, RunningAttempt>();
   private readonly schemas = new Map<string, ReturnType<typeof compileJsonSchema>>();
+  /**
+   * The runs whose tasks run here, as last read: prompts, schemas and committed results never
+   * change, so a run is read again only when a task's dependency has no result in it yet. A few
+   * dozen runs at most (least recently used dropped), and a run's entry goes when it ends.
+   */
+  private readonly runs = new Map<string, { run: WorkflowRunRecord; tasks: Map<string, WorkflowTaskRecord> }>();
   /** Runs adopted by id (the CLI's); `agents` widens the scope to every run of those agents (serve), `all` to every run. */
   private readonly runIds = new Set<string>();
   private agents: Set<string> | 'all' | undefined;
@@ -292,8 +298,28 @@ export class WorkflowRunner implements WorkflowRunnerHook {
     if (!run || run.state === 'running') return;
     this.wake(runId);
     this.runIds.delete(runId);
+    this.runs.delete(runId);
     if (!this.known.delete(runId)) return;
     this.options.onEvent?.({ type: 'run-finished', runId, state: run.state, ...(run.error ? { error: run.error } : {}) });
+  }
+
+  /** The claimed task's run, from the cache when it holds every result the task's prompt needs. */
+  private async readRun(claim: TaskClaim): Promise<{ run: WorkflowRunRecord; tasks: Map<string, WorkflowTaskRecord>; task: WorkflowTaskRecord } | undefined> {
+    let cached = this.runs.get(claim.runId);
+    const fresh = (entry: typeof cached) => {
+      const task = entry?.tasks.get(claim.taskId);
+      return task && task.dependsOn.every((id) => entry!.tasks.get(id)?.resultJson !== undefined) ? task : undefined;
+    };
+    if (!fresh(cached)) {
+      const run = await this.options.store.workflows.getRun(claim.runId);
+      if (!run) return undefined;
+      cached = { run, tasks: new Map(run.tasks.map((task) => [task.taskId, task])) };
+    }
+    this.runs.delete(claim.runId);
+    this.runs.set(claim.runId, cached!);
+    if (this.runs.size > 64) this.runs.delete(this.runs.keys().next().value!);
+    const task = fresh(cached);
+    return task ? { ...cached!, task } : undefined;
   }
 
   private async runAttempt(attempt: RunningAttempt): Promise<void> {
@@ -303,10 +329,9 @@ export class WorkflowRunner implements WorkflowRunnerHook {
     const turnId = `${claim.runId}:${claim.taskId}:${claim.attempt}`;
     const started = performance.now();
     let outcome: TaskTurnOutcome;
-    const run = await store.workflows.getRun(claim.runId);
-    const task = run?.tasks.find((candidate) => candidate.taskId === claim.taskId);
-    if (!run || !task) return;
-    const tasks = new Map(run.tasks.map((candidate) => [candidate.taskId, candidate]));
+    const read = await this.readRun(claim);
+    if (!read) return;
+    const { run, tasks, task } = read;
     try {
       const session = await this.options.openTaskTurn({ agentId: run.agentId, turnId, resultSchemaJson: task.resultSchemaJson, signal });
       try {

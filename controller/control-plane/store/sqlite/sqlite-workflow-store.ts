@@ -10,7 +10,7 @@ import type {
   WorkflowTaskRecord,
   WorkflowTaskState,
 } from '../workflow-store.js';
-import { allCommitted, INTERRUPTED_BY_GONE_RUNNER, readyTasks, taskFailedError } from '../workflow-readiness.js';
+import { INTERRUPTED_BY_GONE_RUNNER, taskFailedError } from '../workflow-readiness.js';
 import type { SqliteStoreContext } from './open-sqlite-store.js';
 
 interface RunRow {
@@ -74,9 +74,6 @@ function toRun(row: RunRow, tasks: WorkflowTaskRecord[]): WorkflowRunRecord {
   };
 }
 
-/** A run's tasks as `claimTask` sees them. */
-type ClaimRow = Pick<TaskRow, 'task_id' | 'state' | 'attempts' | 'claim_owner' | 'claim_until' | 'depends_on_json'>;
-
 /**
  * The workflow part of the SQLite store. Each state change runs in one IMMEDIATE transaction. A
  * claim is a lease on the task's row (`claim_owner`, `claim_until`), renewed by its runner; a task
@@ -95,9 +92,17 @@ export function createSqliteWorkflowStore(context: SqliteStoreContext): Workflow
       `SELECT ${taskColumns} FROM workflow_tasks t LEFT JOIN workflow_results r ON r.run_id = t.run_id AND r.task_id = t.task_id
        WHERE t.run_id = ? AND t.task_id = ?`,
     ),
-    claimRows: db.prepare<[string], ClaimRow>(
-      'SELECT task_id, state, attempts, claim_owner, claim_until, depends_on_json FROM workflow_tasks WHERE run_id = ? ORDER BY position',
+    runningTasks: db.prepare<[string], Pick<TaskRow, 'task_id' | 'claim_owner' | 'claim_until'>>(
+      "SELECT task_id, claim_owner, claim_until FROM workflow_tasks WHERE run_id = ? AND state = 'running'",
     ),
+    // The first pending task (in definition order) none of whose dependencies is uncommitted.
+    nextReady: db.prepare<[string], Pick<TaskRow, 'task_id' | 'attempts'>>(
+      `SELECT t.task_id, t.attempts FROM workflow_tasks t
+       WHERE t.run_id = ? AND t.state = 'pending' AND NOT EXISTS (
+         SELECT 1 FROM json_each(t.depends_on_json) d JOIN workflow_tasks u ON u.run_id = t.run_id AND u.task_id = d.value WHERE u.state != 'committed')
+       ORDER BY t.position LIMIT 1`,
+    ),
+    uncommitted: db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM workflow_tasks WHERE run_id = ? AND state != 'committed'"),
     runningCount: db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM workflow_runs WHERE agent_id = ? AND state = 'running'"),
     insertRun: db.prepare(
       `INSERT INTO workflow_runs (run_id, agent_id, name, state, max_parallel, created_at)
@@ -173,18 +178,19 @@ export function createSqliteWorkflowStore(context: SqliteStoreContext): Workflow
     }
     const runs = db.prepare<string[], RunRow>(`SELECT * FROM workflow_runs WHERE ${where.join(' AND ')} ORDER BY created_at, rowid`).all(...params);
     for (const run of runs) {
-      const tasks = statements.claimRows.all(run.run_id).map((row) => ({ ...row, taskId: row.task_id, dependsOn: JSON.parse(row.depends_on_json) as string[] }));
+      let running = 0;
       // Attempts whose runner is gone (lease ran out, or named as gone) are interrupted first.
-      for (const task of tasks) {
-        if (task.state !== 'running') continue;
+      for (const task of statements.runningTasks.all(run.run_id)) {
         const abandoned = task.claim_owner === null || task.claim_until === null || task.claim_until <= nowMs || gone.has(task.claim_owner);
-        if (!abandoned || task.claim_owner === input.owner) continue;
+        if (!abandoned || task.claim_owner === input.owner) {
+          running++;
+          continue;
+        }
         statements.closeOtherAttempts.run(iso(), 'interrupted', INTERRUPTED_BY_GONE_RUNNER, run.run_id, task.task_id);
         statements.releaseTask.run(run.run_id, task.task_id);
-        task.state = 'pending';
       }
-      if (tasks.filter((task) => task.state === 'running').length >= run.max_parallel) continue;
-      const [next] = readyTasks(tasks);
+      if (running >= run.max_parallel) continue;
+      const next = statements.nextReady.get(run.run_id);
       if (!next) continue;
       const attempt = next.attempts + 1;
       const claimId = `${run.run_id}/${next.task_id}/${attempt}`;
@@ -245,8 +251,7 @@ export function createSqliteWorkflowStore(context: SqliteStoreContext): Workflow
     statements.closeAttempt.run(iso(), 'committed', '', input.runId, input.taskId, input.attempt);
     // An attempt of another runner that took the task over meanwhile has nothing left to do.
     statements.closeOtherAttempts.run(iso(), 'cancelled', 'another attempt committed the task first', input.runId, input.taskId);
-    const tasks = statements.claimRows.all(input.runId).map((row) => ({ taskId: row.task_id, state: row.state, dependsOn: [] }));
-    if (allCommitted(tasks)) finishRunSync(input.runId, 'succeeded', undefined);
+    if ((statements.uncommitted.get(input.runId)?.n ?? 1) === 0) finishRunSync(input.runId, 'succeeded', undefined);
     return { committed: true, ...settled(input.runId, 'committed') };
   });
 
