@@ -81,6 +81,7 @@ export const migrations: readonly SqliteMigration[] = [
       ALTER TABLE workflow_tasks ADD COLUMN claim_id TEXT;
       ALTER TABLE workflow_attempts ADD COLUMN owner TEXT;
       CREATE INDEX workflow_tasks_by_state ON workflow_tasks (state, run_id);
+      CREATE INDEX workflow_tasks_by_run_state ON workflow_tasks (run_id, state, position);
     `,
   },
 ];

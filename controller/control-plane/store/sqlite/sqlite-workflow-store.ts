@@ -99,7 +99,7 @@ export function createSqliteWorkflowStore(context: SqliteStoreContext): Workflow
     nextReady: db.prepare<[string], Pick<TaskRow, 'task_id' | 'attempts'>>(
       `SELECT t.task_id, t.attempts FROM workflow_tasks t
        WHERE t.run_id = ? AND t.state = 'pending' AND NOT EXISTS (
-         SELECT 1 FROM json_each(t.depends_on_json) d JOIN workflow_tasks u ON u.run_id = t.run_id AND u.task_id = d.value WHERE u.state != 'committed')
+         SELECT 1 FROM json_each(t.depends_on_json) d CROSS JOIN workflow_tasks u ON u.run_id = t.run_id AND u.task_id = d.value WHERE u.state != 'committed')
        ORDER BY t.position LIMIT 1`,
     ),
     uncommitted: db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM workflow_tasks WHERE run_id = ? AND state != 'committed'"),
