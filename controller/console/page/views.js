@@ -171,7 +171,7 @@ function graphOf(run) {
         h('div', { class: 'note' }, `attempts ${task.attempts}/${task.maxAttempts}${task.dependsOn.length ? ` · after ${task.dependsOn.join(', ')}` : ''}`),
         task.resultJson ? h('pre', { class: 'result' }, task.resultJson) : null,
         task.error ? h('div', { class: 'note error-text' }, task.error) : null,
-        h('div', { class: 'note' }, attemptsOf(task.taskId).map((attempt) => `#${attempt.attempt} ${attempt.outcome ?? 'running'}`).join(' · ')),
+        h('div', { class: 'note' }, attemptsOf(task.taskId).map((attempt) => `#${attempt.attempt} ${attempt.outcome ?? 'running'}${attempt.owner ? ` on ${attempt.owner}` : ''}`).join(' · ')),
       );
       box.style.left = `${x}px`;
       box.style.top = `${y}px`;

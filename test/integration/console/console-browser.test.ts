@@ -126,6 +126,8 @@ describe('the web console in Chromium', needs, () => {
     await page.locator(`[data-run="${run.runId}"][data-state="succeeded"]`).waitFor({ timeout: 30_000 });
     expect(await page.locator(`[data-run="${run.runId}"] [data-task="t2"] .result`).textContent()).toContain('console-flow-t2');
     expect(await page.locator(`[data-run="${run.runId}"] svg line`).count()).toBe(2);
+    // Each attempt names the controller runner that claimed it (host:pid:id).
+    expect(await page.locator(`[data-run="${run.runId}"] [data-task="t2"]`).textContent()).toMatch(/#1 committed on [^\s:]+:\d+:\w+/);
     await screenshot('workflows');
     // The task turns fed the timeline too (workflow task turns, by run, task and attempt).
     await view('turns');
