@@ -1,50 +1,27 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { isControlPlaneError } from '../../../../../controller/control-plane/control-plane-error.js';
 import { Scheduler, type Firing } from '../../../../../controller/control-plane/schedules/scheduler.js';
 import type { ControlPlaneStore } from '../../../../../controller/control-plane/store/control-plane-store.js';
 import { askControlPlane as ask } from '../../../../fixtures/ask-control-plane.js';
-import { postgresBackend, sqliteBackend, type StoreLocation } from '../../../../fixtures/store-backends.js';
+import { eventually, postgresBackend, sqliteBackend, useStoreSuite } from '../../../../fixtures/store-backends.js';
 
 const T0 = Date.parse('2026-11-30T21:00:00.000Z');
 
-/** Polls `read` (every 200 ms, at most 20 s) until it gives a value. */
-async function eventually<T>(read: () => Promise<T | undefined>): Promise<T | undefined> {
-  const until = Date.now() + 20_000;
-  for (;;) {
-    const value = await read();
-    if (value !== undefined || Date.now() > until) return value;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
 const minute = 60_000;
 const OWNER = 'host:1234:runner';
 
 // Every store test, once per backend (the workflow part is in workflow-store-conformance.test.ts): the same behaviour is the contract, whichever database holds it.
 for (const backend of [sqliteBackend(), postgresBackend('the ControlPlaneStore conformance suite')]) {
   describe(`ControlPlaneStore conformance: ${backend.name}`, backend.suiteOptions, () => {
-    let location: StoreLocation;
-    let store: ControlPlaneStore;
-    const others: ControlPlaneStore[] = [];
     let clock = T0;
     const now = () => new Date(clock);
-    /** Another controller on the same database. */
-    const second = async () => {
-      const other = await location.open({ now });
-      others.push(other);
-      return other;
-    };
-
-    beforeAll(() => backend.setup(), 90_000);
-    afterAll(() => backend.teardown(), 60_000);
-    beforeEach(async () => {
+    const suite = useStoreSuite(backend, now, () => {
       clock = T0;
-      location = await backend.fresh();
-      store = await location.open({ now });
     });
-    afterEach(async () => {
-      await store.close();
-      for (const other of others.splice(0)) await other.close();
-      await location.remove();
+    const second = () => suite.second();
+    let store: ControlPlaneStore;
+    beforeEach(() => {
+      store = suite.store;
     });
 
     describe('schedules', () => {
@@ -60,8 +37,7 @@ for (const backend of [sqliteBackend(), postgresBackend('the ControlPlaneStore c
         await scheduler.fireDue();
         expect(fired).toHaveLength(1);
         expect(fired[0]!.job).toMatchObject({ agentId: 'agent-a', prompt: 'Say hello', status: 'queued', canSpawnJobs: true });
-        await store.close();
-        store = await location.open({ now });
+        store = await suite.reopen();
         expect(await new Scheduler({ schedules: store.schedules, onFired: (firing) => fired.push(firing), clock: () => nowMs + minute }).fireDue()).toEqual([]);
         const [schedule] = (await ask(store, 'agent-a', 'listSchedules', { agentId: '' })).schedules;
         expect(schedule).toMatchObject({ firedCount: 1, missedCount: 0, nextFireAt: '', lastFiredAt: new Date(T0 + 6_000).toISOString() });
@@ -179,8 +155,7 @@ for (const backend of [sqliteBackend(), postgresBackend('the ControlPlaneStore c
         expect((await store.jobs.list('a', 1)).map((j) => j.jobId)).toEqual(['j2']);
         // A controller that stops with j3 running: after its restart j3 runs again, as a second attempt
         // (SQLite requeues it at start; PostgreSQL's store handed its claim back at close).
-        await store.close();
-        store = await location.open({ now });
+        store = await suite.reopen();
         // The runner that held it is gone (SQLite: requeued at start; PostgreSQL: its claim was also handed back at close).
         expect(await store.jobs.runningOwners(['a', 'b'])).toEqual([OWNER]);
         expect(await store.jobs.requeueRunning({ agentIds: ['a', 'b'], owners: [] })).toBe(0);
@@ -207,8 +182,7 @@ for (const backend of [sqliteBackend(), postgresBackend('the ControlPlaneStore c
 
       // PostgreSQL only: SQLite serves one controller, which requeues at its next start instead.
       if (backend.name === 'postgres') it('a claim held by a controller that died expires, and another controller runs the job again', async () => {
-        const dying = await location.open({ now, claimExpirySeconds: 2 });
-        others.push(dying);
+        const dying = await suite.second({ claimExpirySeconds: 2 });
         const survivor = await second();
         // pg-boss sets a claim's expiry when the job is queued: the fleet shares one setting.
         await dying.jobs.insert(job('j-orphan', 'a'), { maxQueuedPerAgent: 5 });

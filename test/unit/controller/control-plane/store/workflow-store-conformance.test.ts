@@ -1,8 +1,8 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { isControlPlaneError } from '../../../../../controller/control-plane/control-plane-error.js';
 import type { ControlPlaneStore } from '../../../../../controller/control-plane/store/control-plane-store.js';
 import type { TaskClaim, WorkflowDefinition } from '../../../../../controller/control-plane/store/workflow-store.js';
-import { postgresBackend, sqliteBackend, type StoreLocation } from '../../../../fixtures/store-backends.js';
+import { eventually, postgresBackend, sqliteBackend, useStoreSuite } from '../../../../fixtures/store-backends.js';
 
 const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] };
 const task = (id: string, dependsOn: string[] = [], maxAttempts = 2) => ({ id, prompt: `do ${id}`, resultSchema: schema, dependsOn, maxAttempts });
@@ -12,46 +12,23 @@ const wide = (count: number, maxParallel: number): WorkflowDefinition => ({ name
 const T0 = Date.parse('2026-11-30T21:00:00.000Z');
 const LEASE = 10_000;
 
-/** Polls `read` (every 200 ms, at most 20 s) until it gives a value. */
-async function eventually<T>(read: () => Promise<T | undefined>): Promise<T | undefined> {
-  const until = Date.now() + 20_000;
-  for (;;) {
-    const value = await read();
-    if (value !== undefined || Date.now() > until) return value;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
 
 // The workflow part of the store contract, once per backend. Work is claimed, not assigned: on
 // SQLite a claim is a leased row, on PostgreSQL a pg-boss job; the behaviour below is the same.
 for (const backend of [sqliteBackend(), postgresBackend('the workflow store conformance suite')]) {
   describe(`WorkflowStore conformance: ${backend.name}`, backend.suiteOptions, () => {
-    let location: StoreLocation;
-    let store: ControlPlaneStore;
-    const others: ControlPlaneStore[] = [];
     let clock = T0;
     const now = () => new Date(clock);
-    /** Another controller on the same database. */
-    const second = async (options: { claimExpirySeconds?: number } = {}) => {
-      const other = await location.open({ now, ...options });
-      others.push(other);
-      return other;
-    };
+    const suite = useStoreSuite(backend, now, () => {
+      clock = T0;
+    });
+    const second = (options: { claimExpirySeconds?: number } = {}) => suite.second(options);
+    let store: ControlPlaneStore;
+    beforeEach(() => {
+      store = suite.store;
+    });
     const claim = (on: ControlPlaneStore, owner: string, scope: { runIds?: string[]; agentIds?: string[]; takeOverFrom?: string[] } = {}) =>
       on.workflows.claimTask({ owner, leaseMs: LEASE, ...scope });
-
-    beforeAll(() => backend.setup(), 90_000);
-    afterAll(() => backend.teardown(), 60_000);
-    beforeEach(async () => {
-      clock = T0;
-      location = await backend.fresh();
-      store = await location.open({ now });
-    });
-    afterEach(async () => {
-      await store.close();
-      for (const other of others.splice(0)) await other.close();
-      await location.remove();
-    });
 
     it('claims a ready task, commits it exactly once, then its dependent, and keeps all of it across a reopen', async () => {
       const run = await store.workflows.createRun({ agentId: 'agent-1', definition: chain, maxRunningPerAgent: 5 });
@@ -66,8 +43,7 @@ for (const backend of [sqliteBackend(), postgresBackend('the workflow store conf
       expect(await store.workflows.commitResult({ ...first!, resultJson: '{"n":2}' })).toMatchObject({ committed: false, reason: 'already_committed' });
       const next = await eventually(() => claim(store, 'r2'));
       expect(next).toMatchObject({ taskId: 'b', attempt: 1 });
-      await store.close();
-      store = await location.open({ now });
+      store = await suite.reopen();
       const again = await store.workflows.getRun(run.runId);
       expect(again?.tasks[0]).toMatchObject({ state: 'committed', resultJson: '{"n":1}', resultSchemaJson: JSON.stringify(schema) });
       expect(again?.tasks[0]).not.toHaveProperty('owner');
