@@ -99,16 +99,17 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     let expectedJobs = 0;
     let expectedSchedules = 0;
     let expectedWorkflows = 0;
-    const soon = new Date(Date.now() + 4_000).toISOString();
     await Promise.all(
       agentIds.map(async (agentId, i) => {
         const via = clients[i % clients.length]!;
-        await via.startJob({ agentId, prompt: `fleet job of ${agentId}` });
-        expectedJobs++;
+        // The schedule first, its time taken at the call: a thousand agents submitting at once can
+        // take longer than the few seconds ahead it is set.
         if (options.scheduleEvery > 0 && i % options.scheduleEvery === 0) {
-          await via.createSchedule({ agentId, prompt: `fleet schedule of ${agentId}`, at: soon });
+          await via.createSchedule({ agentId, prompt: `fleet schedule of ${agentId}`, at: new Date(Date.now() + 4_000).toISOString() });
           expectedSchedules++;
         }
+        await via.startJob({ agentId, prompt: `fleet job of ${agentId}` });
+        expectedJobs++;
         if (options.workflowEvery > 0 && i % options.workflowEvery === 0) {
           await via.startWorkflow({
             agentId,
