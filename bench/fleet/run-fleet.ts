@@ -105,7 +105,7 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
         // The schedule first, its time taken at the call: a thousand agents submitting at once can
         // take longer than the few seconds ahead it is set.
         if (options.scheduleEvery > 0 && i % options.scheduleEvery === 0) {
-          await via.createSchedule({ agentId, prompt: `fleet schedule of ${agentId}`, at: new Date(Date.now() + 4_000).toISOString() });
+          await via.createSchedule({ agentId, prompt: `fleet schedule of ${agentId}`, at: new Date(Date.now() + 6_000).toISOString() });
           expectedSchedules++;
         }
         await via.startJob({ agentId, prompt: `fleet job of ${agentId}` });
