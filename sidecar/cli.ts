@@ -9,7 +9,9 @@ import type { Catalogs } from './categories/category.js';
 import { defaultCommandEnvAllowList, defaultSidecarLimits, type SidecarConfig, type SidecarLimits } from './config.js';
 import { isLoopbackAddress } from './grpc/listen-address.js';
 import { createSidecarServer, type SidecarTls } from './server.js';
+import { SIDECAR_USAGE } from './sidecar-usage.js';
 import { startSidecarTelemetry, type SidecarTelemetry } from './telemetry/sidecar-telemetry.js';
+import { openStdinLifeline, type StdinLifeline } from './open-stdin-lifeline.js';
 
 /** What the sidecar's flags say. */
 export interface SidecarCliOptions {
@@ -21,6 +23,8 @@ export interface SidecarCliOptions {
   config: SidecarConfig;
   /** `--metrics-listen HOST:PORT`: serve Prometheus metrics there. */
   metricsListen?: string;
+  /** `--exit-on-stdin-eof`: shut down when stdin reaches EOF (the spawner's lifeline). */
+  exitOnStdinEof: boolean;
 }
 
 /** A usage error: the CLI prints it and exits 2. */
@@ -48,6 +52,11 @@ const flags = {
   'abort-grace-ms': { type: 'string' },
   'drain-grace-ms': { type: 'string' },
   'max-queued-events': { type: 'string' },
+  'max-client-requests-per-call': { type: 'string' },
+  'max-pending-client-requests': { type: 'string' },
+  'max-client-message-bytes': { type: 'string' },
+  'exit-on-stdin-eof': { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
   env: { type: 'string', multiple: true },
   'env-allow': { type: 'string', multiple: true },
   'web-fetch': { type: 'boolean' },
@@ -73,6 +82,9 @@ const limitFlags: Array<[keyof typeof flags, keyof SidecarLimits]> = [
   ['abort-grace-ms', 'abortGraceMs'],
   ['drain-grace-ms', 'drainGraceMs'],
   ['max-queued-events', 'maxQueuedEvents'],
+  ['max-client-requests-per-call', 'maxClientRequestsPerCall'],
+  ['max-pending-client-requests', 'maxPendingClientRequestsPerTurn'],
+  ['max-client-message-bytes', 'maxClientMessageBytes'],
 ];
 
 const brainLimitFlags: Array<[keyof typeof flags, keyof BrainLimits]> = [
@@ -132,6 +144,13 @@ export function parseSidecarArgs(argv: string[], env: NodeJS.ProcessEnv = proces
     limits[key] = value;
   }
   if (limits.defaultCallDeadlineMs > limits.maxCallDeadlineMs) limits.maxCallDeadlineMs = limits.defaultCallDeadlineMs;
+  // A request or reply larger than a gRPC message could never cross the stream. Only an explicit
+  // value is refused: a small --max-message-bytes alone keeps working as it did.
+  if (values['max-client-message-bytes'] !== undefined && limits.maxClientMessageBytes > limits.maxMessageBytes) {
+    throw new SidecarUsageError(
+      `--max-client-message-bytes: ${limits.maxClientMessageBytes} is over the gRPC message limit of ${limits.maxMessageBytes} (--max-message-bytes)`,
+    );
+  }
 
   const logLevel = (values['log-level'] ?? 'info') as LogLevel;
   if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) {
@@ -203,21 +222,47 @@ export function parseSidecarArgs(argv: string[], env: NodeJS.ProcessEnv = proces
       `refusing to listen on ${listen} without --token-file: use a loopback address (127.0.0.1, ::1, localhost) or unix:/path, or give a token`,
     );
   }
-  return { listen, logLevel, token, tls, config, ...(values['metrics-listen'] !== undefined ? { metricsListen: values['metrics-listen'] } : {}) };
+  return {
+    listen,
+    logLevel,
+    token,
+    tls,
+    config,
+    exitOnStdinEof: values['exit-on-stdin-eof'] === true,
+    ...(values['metrics-listen'] !== undefined ? { metricsListen: values['metrics-listen'] } : {}),
+  };
+}
+
+/** Whether `argv` asks for `--help` (or `-h`), whatever else it holds. */
+export function sidecarHelpRequested(argv: string[]): boolean {
+  try {
+    return parseArgs({ args: argv, options: flags, strict: false, allowPositionals: true }).values.help === true;
+  } catch {
+    return false;
+  }
 }
 
 /**
  * Runs the sidecar CLI: parses `argv`, serves, prints `{"event":"listening","address":...}` on
- * stdout once it serves, logs JSON lines on stderr, and drains then exits 0 on SIGTERM or SIGINT.
- * A usage error prints a message and exits 2; a failure to start exits 1.
+ * stdout once it serves, logs JSON lines on stderr, and drains then exits 0 on SIGTERM or SIGINT,
+ * or with `--exit-on-stdin-eof` when stdin reaches EOF (then bounded: exit 1 if the drain hangs).
+ * `--help` prints the usage and exits 0. A usage error prints a message and exits 2; a failure to
+ * start exits 1.
  */
 export async function runSidecarCli(
   argv: string[],
   options: { createCatalogs: (config: SidecarConfig, options: { logger: Logger }) => Catalogs & { close?(): void | Promise<void> } },
 ): Promise<void> {
+  if (sidecarHelpRequested(argv)) {
+    process.stdout.write(`${SIDECAR_USAGE}\n`);
+    process.exit(0);
+  }
   let parsed: SidecarCliOptions;
+  let lifeline: StdinLifeline | undefined;
   try {
     parsed = parseSidecarArgs(argv);
+    // Checked before anything starts: a stdin that is no pipe is a usage error, not a later surprise.
+    if (parsed.exitOnStdinEof) lifeline = openStdinLifeline();
     mkdirSync(parsed.config.stateDir, { recursive: true });
   } catch (error) {
     process.stderr.write(`tools-runtime sidecar: ${errorMessage(error)}\n`);
@@ -254,10 +299,10 @@ export async function runSidecarCli(
   }
   process.stdout.write(`${JSON.stringify({ event: 'listening', address })}\n`);
   let stopping = false;
-  const stop = (signal: NodeJS.Signals) => {
+  const stop = (why: { signal: NodeJS.Signals } | { lifeline: string }) => {
     if (stopping) return;
     stopping = true;
-    logger.info('draining', { signal });
+    logger.info('draining', why);
     server.close().then(
       async () => {
         // Closing the catalogs stops the Brain worker (it finishes the batch in hand).
@@ -271,6 +316,16 @@ export async function runSidecarCli(
       },
     );
   };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  process.on('SIGTERM', () => stop({ signal: 'SIGTERM' }));
+  process.on('SIGINT', () => stop({ signal: 'SIGINT' }));
+  lifeline?.watch((why) => {
+    // Nobody is left to escalate to SIGKILL, so the drain gets a hard bound of its own: its grace,
+    // the abort grace, and time for the catalogs and telemetry to close.
+    const { drainGraceMs, abortGraceMs } = parsed.config.limits;
+    setTimeout(() => {
+      logger.error('drain did not finish after stdin closed; exiting', { boundMs: drainGraceMs + abortGraceMs + 10_000 });
+      process.exit(1);
+    }, drainGraceMs + abortGraceMs + 10_000).unref();
+    stop({ lifeline: why });
+  });
 }
