@@ -92,7 +92,8 @@ describe('a spawned sidecar dies with its controller', () => {
     });
     let client: ReturnType<typeof createClient> | undefined;
     try {
-      const line = serve.stderr().split('\n').find((entry) => entry.includes('"sidecar started"'));
+      // Logged before serve prints its listening line, but on another pipe: it may arrive later.
+      const line = await waitFor(() => serve.stderr().split('\n').find((entry) => entry.includes('"sidecar started"')), 30_000);
       const address = line ? (JSON.parse(line) as { address: string }).address : undefined;
       expect(address, serve.stderr()).toMatch(/^127\.0\.0\.1:\d+$/);
       // A client of the test's own keeps a command running on that sidecar.
