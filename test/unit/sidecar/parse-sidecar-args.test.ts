@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseSidecarArgs, sidecarHelpRequested } from '../../../sidecar/cli.js';
+import { parseSidecarArgs, sidecarHelpRequested } from '../../../sidecar/parse-sidecar-args.js';
 import { defaultSidecarLimits } from '../../../sidecar/config.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sidecar-args-'));
