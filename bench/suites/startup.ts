@@ -10,6 +10,7 @@ import * as grpc from '@grpc/grpc-js';
 import { SIDECAR_NODE_FLAGS } from '../../controller/sidecar-client/spawn-sidecar.js';
 import { ToolSidecarServiceClient, TurnKind, type TurnResponse } from '../../src/gen/toolruntime/v1/sidecar.js';
 import { quantile, type BenchRow } from '../bench-row.js';
+import { measureSidecarLifeline } from './sidecar-lifeline.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const STARTS = 9;
@@ -132,6 +133,7 @@ export async function run(): Promise<BenchRow[]> {
     await settle();
     const afterCalls = rssMiB(sidecar.child.pid!);
     await stop(sidecar.child);
+    const lifelineRows = await measureSidecarLifeline({ script: targets.sidecar[0], sidecarArgs });
 
     const npmStart: number[] = [];
     const controller: number[] = [];
@@ -164,6 +166,7 @@ export async function run(): Promise<BenchRow[]> {
       { suite, name: 'built controller turn: `node dist/controller/main.js`', value: median(controller), unit: 'ms p50', reference: 'bare node run', ratio: median(controller) / median(bareRun), note: 'embedded model, spawned sidecar, one turn' },
       { suite, name: 'the same turn from source: `tsx controller/main.ts`', value: median(fromSource), unit: 'ms p50', reference: 'built controller turn', ratio: median(fromSource) / median(controller), note: 'the pre-build way: tsx, spawning the sidecar through tsx' },
       { suite, name: '`npm start` wall time', value: median(npmStart), unit: 'ms p50', reference: 'bare node run', ratio: median(npmStart) / median(bareRun), note: `goal ≤ 700 ms; ${NPM_STARTS} runs, the staleness check included` },
+      ...lifelineRows,
     ];
   } finally {
     rmSync(scratch, { recursive: true, force: true });

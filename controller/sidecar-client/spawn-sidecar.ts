@@ -35,7 +35,12 @@ export interface SpawnedSidecar {
 
 /**
  * Starts the sidecar (`sidecarCommand()`) with `--listen 127.0.0.1:0 --workspace <workspace>
- * ...extraArgs` and waits for its `{"event":"listening","address":...}` line.
+ * --exit-on-stdin-eof ...extraArgs` and waits for its `{"event":"listening","address":...}` line.
+ *
+ * The child's stdin is a pipe whose write end only this process holds (opened close-on-exec, so
+ * no other child inherits it) and never writes: when this process ends, however it ends (SIGKILL
+ * included, where no handler of ours runs), the sidecar reads EOF and drains and exits as on
+ * SIGTERM, and its commands die with it.
  *
  * @throws ToolRuntimeError `sidecar_unavailable` when the child exits first or does not listen
  *   within `timeoutMs` (default 30 s); `aborted` when `signal` aborts (the child is killed).
@@ -49,12 +54,15 @@ export async function spawnSidecar(options: {
   const { command, args } = sidecarCommand();
   const child = spawn(
     command,
-    [...args, '--listen', '127.0.0.1:0', '--workspace', options.workspace, ...(options.extraArgs ?? [])],
+    [...args, '--listen', '127.0.0.1:0', '--workspace', options.workspace, '--exit-on-stdin-eof', ...(options.extraArgs ?? [])],
     // Its own process group: tsx runs the sidecar in a child node process, and signalling the
-    // group reaches both (a SIGKILL to tsx alone would orphan the sidecar). The working directory is
-    // this process's, so a relative --workspace means the same folder to both.
-    { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+    // group reaches both (a SIGKILL to tsx alone would orphan the sidecar); tsx passes its stdin,
+    // the lifeline, on to that child. The working directory is this process's, so a relative
+    // --workspace means the same folder to both.
+    { stdio: ['pipe', 'pipe', 'pipe'], detached: true },
   );
+  // The lifeline is never written; an error on it only means the sidecar is gone.
+  child.stdin!.on('error', () => {});
   const signalGroup = (signal: NodeJS.Signals) => {
     if (child.pid === undefined) return;
     try {

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseSidecarArgs } from '../../../sidecar/cli.js';
+import { parseSidecarArgs, sidecarHelpRequested } from '../../../sidecar/parse-sidecar-args.js';
 import { defaultSidecarLimits } from '../../../sidecar/config.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sidecar-args-'));
@@ -17,6 +17,42 @@ describe('parseSidecarArgs', () => {
     expect(options.config.limits).toEqual(defaultSidecarLimits);
     expect(options.config.webFetch).toBeUndefined();
     expect(options.config.webSearch).toBeUndefined();
+    expect(options.exitOnStdinEof).toBe(false);
+  });
+
+  it('parses the reverse-request limits and the stdin lifeline', () => {
+    const options = parseSidecarArgs(
+      ['--workspace', dir, '--max-client-requests-per-call', '3', '--max-pending-client-requests', '5', '--max-client-message-bytes', '4096', '--exit-on-stdin-eof'],
+      {},
+    );
+    expect(options.config.limits).toEqual({ ...defaultSidecarLimits, maxClientRequestsPerCall: 3, maxPendingClientRequestsPerTurn: 5, maxClientMessageBytes: 4096 });
+    expect(options.exitOnStdinEof).toBe(true);
+    // Up to the gRPC message limit, which may be raised with it.
+    const raised = parseSidecarArgs(['--workspace', dir, '--max-message-bytes', '33554432', '--max-client-message-bytes', '33554432'], {});
+    expect(raised.config.limits.maxClientMessageBytes).toBe(33_554_432);
+  });
+
+  it('refuses bad reverse-request limits, naming the flag', () => {
+    for (const flag of ['--max-client-requests-per-call', '--max-pending-client-requests', '--max-client-message-bytes']) {
+      for (const bad of ['0', '-1', '2.5', 'many', '']) {
+        expect(() => parseSidecarArgs(['--workspace', dir, `${flag}=${bad}`], {})).toThrow(`${flag}: expected a positive integer, got ${JSON.stringify(bad)}`);
+      }
+      expect(() => parseSidecarArgs(['--workspace', dir, flag], {})).toThrow(`Option '${flag} <value>' argument missing`);
+    }
+    expect(() => parseSidecarArgs(['--workspace', dir, '--max-client-message-bytes', '16777217'], {})).toThrow(
+      '--max-client-message-bytes: 16777217 is over the gRPC message limit of 16777216 (--max-message-bytes)',
+    );
+    expect(() => parseSidecarArgs(['--workspace', dir, '--max-message-bytes', '1000', '--max-client-message-bytes', '1001'], {})).toThrow('over the gRPC message limit of 1000');
+    // A small message limit alone keeps the default reverse-request size, as before these flags.
+    expect(parseSidecarArgs(['--workspace', dir, '--max-message-bytes', '1000'], {}).config.limits.maxClientMessageBytes).toBe(defaultSidecarLimits.maxClientMessageBytes);
+  });
+
+  it('notices --help and -h wherever they are, and only them', () => {
+    expect(sidecarHelpRequested(['--help'])).toBe(true);
+    expect(sidecarHelpRequested(['--workspace', dir, '-h'])).toBe(true);
+    expect(sidecarHelpRequested(['--bogus', '--help'])).toBe(true);
+    expect(sidecarHelpRequested(['--workspace', dir])).toBe(false);
+    expect(sidecarHelpRequested(['--env', '--help'])).toBe(false);
   });
 
   it('parses limits, env, web profiles and files', () => {
