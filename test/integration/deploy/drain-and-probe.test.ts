@@ -11,6 +11,7 @@ import { openControlPlaneStore } from '../../../controller/control-plane/store/o
 import { startScriptedAgentModel, type ScriptedAgentModel } from '../../fakes/scripted-agent-model.js';
 import { controlPlaneClient, until } from '../../fixtures/control-plane-client.js';
 import { postgresUnavailableReason, startPostgresCluster, type PostgresCluster } from '../../fixtures/postgres-cluster.js';
+import { startServe } from '../../fixtures/start-serve.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
 
 const execFileAsync = promisify(execFile);
@@ -72,9 +73,9 @@ describe('serve drains on SIGTERM', () => {
     const dataDir = join(dir, 'data');
     const agents = join(dir, 'agents.json');
     writeFileSync(agents, JSON.stringify({ 'agent-a': { address: sidecar.address, tokenFile } }));
-    const serve = await startSidecar({
-      entry: 'controller/control-plane-main.ts',
-      args: ['serve', '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--agents', agents, '--base-url', model.baseURL, '--token-file', tokenFile, '--grace-ms', '60000', '--approve', 'never'],
+    // No tsx CLI in between: under load it turns the relayed SIGTERM into a SIGKILL (see startServe).
+    const serve = await startServe({
+      args: ['--listen', '127.0.0.1:0', '--data-dir', dataDir, '--agents', agents, '--base-url', model.baseURL, '--token-file', tokenFile, '--grace-ms', '60000', '--approve', 'never'],
       env: { OPENAI_API_KEY: '', OPENAI_BASE_URL: '', DATABASE_URL: database ?? '' },
       timeoutMs: 60_000,
     });
