@@ -143,9 +143,9 @@ export async function runServe(io: ServeIo): Promise<number> {
     // Draining: health says NOT_SERVING for the whole grace while the server still answers.
     server.drain();
     await scheduler.close();
-    // Workflow task turns stop at once (their attempt is logged interrupted and runs again at the
-    // next start, not counted against max_attempts); job turns get the grace.
-    await Promise.all([workflowRunner.close(), jobRunner.close({ graceMs: options.graceMs })]);
+    // Job and workflow task turns get the grace; task turns still running then are aborted and their
+    // attempts handed back (logged interrupted, not counted against max_attempts) for another controller.
+    await Promise.all([workflowRunner.close({ graceMs: options.graceMs }), jobRunner.close({ graceMs: options.graceMs })]);
     await server.close({ graceMs: 1_000 });
     logger.info('controller stopped');
     return 0;

@@ -91,7 +91,10 @@ export class WorkflowRunner implements WorkflowRunnerHook {
   private pumping: Promise<void> | undefined;
   private pumpAgain = false;
   private ticking = false;
+  /** No more claims (closing, or draining within a grace). */
   private closed = false;
+  /** Closed and every task turn ended: no more renewals. */
+  private stopped = false;
 
   constructor(options: WorkflowRunnerOptions) {
     this.options = options;
@@ -145,7 +148,7 @@ export class WorkflowRunner implements WorkflowRunnerHook {
     for (;;) {
       if (signal?.aborted) throw new ToolRuntimeError('aborted', 'waiting for the workflow was aborted');
       const run = await this.options.store.workflows.getRun(runId);
-      if (!run || run.state !== 'running' || this.closed) return run;
+      if (!run || run.state !== 'running' || this.stopped) return run;
       this.known.add(runId);
       await new Promise<void>((resolve, reject) => {
         const waiting = this.waiters.get(runId) ?? new Set();
@@ -175,15 +178,28 @@ export class WorkflowRunner implements WorkflowRunnerHook {
   }
 
   /**
-   * Stops claiming, aborts every running task turn (its attempt is handed back `interrupted`, not
-   * counted against max_attempts, and claimable by another runner at once) and waits for them to
-   * end. Idempotent.
+   * Stops claiming; lets running task turns finish for `graceMs` (default 0; their claims are still
+   * renewed meanwhile), then aborts the rest (each attempt is handed back `interrupted`, not counted
+   * against max_attempts, and claimable by another runner at once) and waits for them to end.
+   * Idempotent.
    */
-  async close(): Promise<void> {
+  async close(options: { graceMs?: number } = {}): Promise<void> {
     this.closed = true;
+    await this.pumping?.catch(() => undefined);
+    const graceMs = options.graceMs ?? 0;
+    if (graceMs > 0 && this.attempts.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all([...this.attempts.values()].map((attempt) => attempt.done)),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, graceMs);
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+    this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
-    await this.pumping?.catch(() => undefined);
     const running = [...this.attempts.values()];
     for (const attempt of running) this.stop(attempt, 'closing', 'the workflow runner is stopping');
     await Promise.all(running.map((attempt) => attempt.done));
@@ -236,7 +252,7 @@ export class WorkflowRunner implements WorkflowRunnerHook {
 
   /** Every poll: notice owners that are gone, renew claims (aborting lost ones), wake waiters, claim more. */
   private async tick(): Promise<void> {
-    if (this.ticking || this.closed) return;
+    if (this.ticking || this.stopped) return;
     this.ticking = true;
     try {
       const { workflows } = this.options.store;

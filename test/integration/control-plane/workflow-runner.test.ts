@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -260,5 +260,26 @@ describe('the workflow runner over a real sidecar and a scripted model', () => {
     expect(run).toMatchObject({ state: 'failed', tasks: [{ state: 'failed', error: 'the task turn ran longer than 1000 ms' }] });
     expect(JSON.parse(readFileSync(probe, 'utf8'))).toMatchObject({ aborted: true });
     expect(events.filter((event) => event.type === 'run-finished')).toEqual([{ type: 'run-finished', runId, state: 'failed', error: run?.error }]);
+  });
+
+  it('closing with a grace stops claiming but lets a running task turn finish and commit', async () => {
+    const probe = join(scratch, 'grace-probe');
+    const { store, runner } = await setUp([
+      { output: [functionCallItem({ callId: 'c1', name: 'wait_for_abort', arguments: JSON.stringify({ path: probe }) })] },
+      { output: [submit('c2', { n: 12 })] },
+    ]);
+    const runId = await start(store, runner, { name: 'grace', maxParallel: 1, tasks: [task('a', 'wait'), task('b', 'after', { dependsOn: ['a'] })] });
+    await until(() => existsSync(`${probe}.started`), 'the sidecar call to start');
+    const closed = runner.close({ graceMs: 60_000 });
+    writeFileSync(`${probe}.release`, '');
+    await closed;
+    const run = await store.workflows.getRun(runId);
+    // a finished within the grace and committed; b became ready but nobody claimed it: the runner had stopped claiming.
+    expect(run?.tasks.map((t) => [t.taskId, t.state, t.attempts])).toEqual([
+      ['a', 'committed', 1],
+      ['b', 'pending', 0],
+    ]);
+    expect(existsSync(probe)).toBe(false);
+    expect((await store.workflows.listAttempts(runId)).map((a) => [a.taskId, a.outcome])).toEqual([['a', 'committed']]);
   });
 });
