@@ -102,10 +102,11 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     await Promise.all(
       agentIds.map(async (agentId, i) => {
         const via = clients[i % clients.length]!;
-        // The schedule first, its time taken at the call: a thousand agents submitting at once can
-        // take longer than the few seconds ahead it is set.
+        // The schedule first, its time taken at the call and far enough ahead to outlast the burst of
+        // submissions (a thousand agents at once take seconds), yet not so far that it bounds the run.
         if (options.scheduleEvery > 0 && i % options.scheduleEvery === 0) {
-          await via.createSchedule({ agentId, prompt: `fleet schedule of ${agentId}`, at: new Date(Date.now() + 6_000).toISOString() });
+          const leadMs = Math.max(2_000, options.agents * 6);
+          await via.createSchedule({ agentId, prompt: `fleet schedule of ${agentId}`, at: new Date(Date.now() + leadMs).toISOString() });
           expectedSchedules++;
         }
         await via.startJob({ agentId, prompt: `fleet job of ${agentId}` });
