@@ -31,6 +31,13 @@ export interface TaskAttemptClaim {
   taskId: string;
 }
 
+/**
+ * How long a queued pg-boss job is kept before pg-boss archives it unclaimed (its default is 14
+ * days). A queued job turn or task attempt is the only record that work is waiting, so it must not
+ * age out while, say, no controller serves its agent: ten years.
+ */
+const QUEUED_RETENTION_DAYS = 3650;
+
 /** Runs pg-boss's SQL inside the caller's Kysely transaction. */
 function inTransaction(trx: Transaction<PostgresDatabase>) {
   return { executeSql: async (text: string, values: unknown[]) => ({ rows: (await trx.executeQuery(CompiledQuery.raw(text, values))).rows as unknown[] }) };
@@ -87,7 +94,7 @@ export class PgBossClaims {
 
   /** Queues a job's turn inside the caller's transaction; false when its singleton key is already queued. */
   async enqueue(trx: Transaction<PostgresDatabase>, input: { jobId: string; singletonKey: string }): Promise<boolean> {
-    const id = await this.#boss.send(JOB_TURN_QUEUE, { jobId: input.jobId }, { singletonKey: input.singletonKey, expireInSeconds: this.#expireInSeconds, db: inTransaction(trx) });
+    const id = await this.#boss.send(JOB_TURN_QUEUE, { jobId: input.jobId }, { singletonKey: input.singletonKey, expireInSeconds: this.#expireInSeconds, retentionDays: QUEUED_RETENTION_DAYS, db: inTransaction(trx) });
     return id !== null;
   }
 
@@ -122,6 +129,7 @@ export class PgBossClaims {
     const id = await this.#boss.send(TASK_ATTEMPT_QUEUE, { runId: input.runId, taskId: input.taskId }, {
       singletonKey: `task:${input.runId}:${input.taskId}`,
       expireInSeconds: this.#expireInSeconds,
+      retentionDays: QUEUED_RETENTION_DAYS,
       db: inTransaction(trx),
     });
     if (id === null) throw new Error(`task ${input.taskId} of run ${input.runId} already has a queued attempt`);

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { isControlPlaneError } from '../../../../../controller/control-plane/control-plane-error.js';
 import type { ControlPlaneStore } from '../../../../../controller/control-plane/store/control-plane-store.js';
@@ -199,6 +200,19 @@ for (const backend of [sqliteBackend(), postgresBackend('the workflow store conf
         expect(await survivor.workflows.commitResult({ ...again!, resultJson: '{"n":1}' })).toMatchObject({ committed: true });
         expect(await eventually(() => claim(survivor, 'survivor'))).toMatchObject({ taskId: 'b', attempt: 1 });
       }, 60_000);
+
+      it('keeps a queued attempt in pg-boss for years, not its default 14 days: nothing else records that the work waits', async () => {
+        await store.workflows.createRun({ agentId: 'agent-nobody-serves', definition: wide(2, 2), maxRunningPerAgent: 5 });
+        const db = new pg.Client({ connectionString: suite.location.url });
+        await db.connect();
+        try {
+          const { rows } = await db.query<{ days: number }>("SELECT EXTRACT(EPOCH FROM keep_until - now()) / 86400 AS days FROM pgboss.job WHERE name = 'tools-runtime-task-attempts'");
+          expect(rows).toHaveLength(2);
+          for (const row of rows) expect(Number(row.days)).toBeGreaterThan(3000);
+        } finally {
+          await db.end();
+        }
+      });
     }
 
     it('refuses a run past the per-agent limit, counting only that agent, even when controllers race', async () => {
