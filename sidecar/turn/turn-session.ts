@@ -232,7 +232,7 @@ export function createTurnSession(options: {
         tool,
         params,
         repairs,
-        ...(approve ? { approve } : {}),
+        approve,
         deadlineMs: Math.min(requested, limits.maxCallDeadlineMs),
         ticket: scheduler.enter(tool.executionMode),
         limits,
