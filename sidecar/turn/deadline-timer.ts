@@ -5,8 +5,11 @@
  * are dropped as the timer passes them, or compacted once they are most of the list.
  */
 export interface DeadlineTimer {
-  /** Calls `onExpire` `ms` from now unless the returned cancel function runs first. */
-  add(ms: number, onExpire: () => void): () => void;
+  /**
+   * Calls `onExpire` `ms` after `from` (a reading of the timer's clock; default: now) unless the
+   * returned cancel function runs first.
+   */
+  add(ms: number, onExpire: () => void, from?: number): () => void;
   /** Cancels every pending deadline and the timer. */
   clear(): void;
   /** Deadlines still pending (for tests). */
@@ -66,8 +69,8 @@ export function createDeadlineTimer(options: { now: () => number }): DeadlineTim
     get pending() {
       return live;
     },
-    add(ms, onExpire) {
-      const entry: Entry = { at: now() + ms, onExpire };
+    add(ms, onExpire, from = now()) {
+      const entry: Entry = { at: from + ms, onExpire };
       // Binary search from the end: the usual case appends.
       let low = 0;
       let high = entries.length;

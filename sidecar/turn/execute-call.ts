@@ -111,18 +111,26 @@ class CallRun implements RunningCall {
   private readonly cancelDeadline: () => void;
   private readonly context: ToolExecutionContext;
 
+  /** When the deadline passes, on the `now` clock. */
+  readonly deadlineAt: number;
+
   constructor(readonly options: ExecuteCallOptions) {
     this.label = options.tool.name;
-    this.cancelDeadline = options.deadlines.add(options.deadlineMs, () =>
-      this.abort('timeout', `the call ran past its deadline of ${options.deadlineMs} ms`),
+    // One clock reading serves the deadline and, on the hot path, the start of `execute`.
+    const at = options.now();
+    this.deadlineAt = at + options.deadlineMs;
+    this.cancelDeadline = options.deadlines.add(
+      options.deadlineMs,
+      () => this.abort('timeout', `the call ran past its deadline of ${options.deadlineMs} ms`),
+      at,
     );
-    this.context = new CallContext(this, options.now() + options.deadlineMs);
+    this.context = new CallContext(this);
     if (!options.ticket.granted || options.approve) {
       this.prepare().catch((error: unknown) => this.failInternally(error));
       return;
     }
     try {
-      this.launch(this.describe());
+      this.launch(this.describe(), at);
     } catch (error) {
       // As on the slow path: an `internal` result, in a later microtask, never a throw from `call`.
       void resolved.then(() => this.failInternally(error));
@@ -209,11 +217,11 @@ class CallRun implements RunningCall {
   }
 
   /** Sends `activity-started` and starts `execute`; its outcome (or the abort grace) finishes the call. */
-  private launch(label: string): void {
-    const { callId, tool, params, output, now } = this.options;
+  private launch(label: string, startedAt = this.options.now()): void {
+    const { callId, tool, params, output } = this.options;
     this.label = label;
     output.push({ type: 'activity-started', callId, label });
-    this.started = now();
+    this.started = startedAt;
     this.executing = true;
     if (this.reason) this.startGrace();
     let running: Promise<AgentToolResult>;
@@ -310,26 +318,31 @@ class CallRun implements RunningCall {
  * What the tool's `execute` gets. A class, not an object literal with a `get signal()`: V8 gives
  * every such literal a hidden class (map) of its own, and those maps, kept in the old generation,
  * held each finished call alive through young-generation GCs until a full GC (about 1 KB promoted
- * per call; most of the in-process call path's time went to GC). `signal` is read through the
- * prototype; `emit` and `remainingMs` stay own functions, so a tool may pass them around unbound.
+ * per call; most of the in-process call path's time went to GC). Its members are getters on the
+ * prototype: the signal and the `emit` and `remainingMs` functions are made on first use (most
+ * quick tools read none of them), and those functions are bound, so a tool may pass them around.
  */
 class CallContext implements ToolExecutionContext {
   readonly callId: string;
-  readonly emit: (event: PresentationEvent) => Promise<void>;
-  readonly remainingMs: () => number;
+  private boundEmit: ((event: PresentationEvent) => Promise<void>) | undefined;
+  private boundRemainingMs: (() => number) | undefined;
 
-  constructor(
-    private readonly run: CallRun,
-    deadlineAt: number,
-  ) {
-    const { now } = run.options;
+  constructor(private readonly run: CallRun) {
     this.callId = run.options.callId;
-    this.emit = (event) => run.emit(event);
-    this.remainingMs = () => deadlineAt - now();
   }
 
   get signal(): AbortSignal {
     return this.run.signal();
+  }
+
+  get emit(): (event: PresentationEvent) => Promise<void> {
+    const { run } = this;
+    return (this.boundEmit ??= (event) => run.emit(event));
+  }
+
+  get remainingMs(): () => number {
+    const { deadlineAt, options } = this.run;
+    return (this.boundRemainingMs ??= () => deadlineAt - options.now());
   }
 }
 
