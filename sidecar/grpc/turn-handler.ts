@@ -8,7 +8,7 @@ import { enableBatchedWrites, findHttp2Stream } from './batch-writes.js';
 import { checkTurnContext, checkTurnReply } from './check-turn-request.js';
 import { undecodableReason } from './decode-turn-request.js';
 import { toGrpcStatus } from './grpc-status.js';
-import { toCallRequest, toClientReplyPayload, toDomainTurnContext, toTurnResponse } from './proto-mapping.js';
+import { toClientReplyPayload, toDomainTurnContext, toTurnResponse } from './proto-mapping.js';
 
 /** What opening a turn yields: the tool set to answer with, and the session that runs its calls. */
 export interface OpenedTurn {
@@ -81,7 +81,8 @@ export function handleTurn(
     if (!current) return;
     switch (request.request?.$case) {
       case 'call':
-        current.call(toCallRequest(request.request.value));
+        // A decoded CallTool is a CallRequest as it is (the same fields): no copy per call.
+        current.call(request.request.value);
         return;
       case 'cancel':
         current.cancel(request.request.value.callId, request.request.value.reason);

@@ -41,7 +41,7 @@ export function successResult(options: {
   durationMs: number;
 }): CallResult {
   const { result } = options;
-  const content: ContentPart[] = Array.isArray(result.content) ? result.content.map((part) => limitPart(part, options.maxTextChars)) : [];
+  const content: ContentPart[] = Array.isArray(result.content) ? limitParts(result.content, options.maxTextChars) : [];
   return {
     content,
     detailsJson: result.details === undefined ? '' : safeJsonStringify(result.details),
@@ -50,6 +50,18 @@ export function successResult(options: {
     repairs: options.repairs,
     durationMs: options.durationMs,
   };
+}
+
+/** The parts with long texts cut; the same array when none is (the usual case), never the tool's array changed. */
+function limitParts(parts: ContentPart[], maxChars: number): ContentPart[] {
+  let limited: ContentPart[] | undefined;
+  for (let index = 0; index < parts.length; index++) {
+    const part = parts[index]!;
+    const kept = limitPart(part, maxChars);
+    if (kept !== part && limited === undefined) limited = parts.slice(0, index);
+    limited?.push(kept);
+  }
+  return limited ?? parts;
 }
 
 function limitPart(part: ContentPart, maxChars: number): ContentPart {

@@ -202,7 +202,8 @@ export function createTurnSession(options: {
         return;
       }
       const validation = validate(tool, request.argumentsJson, { maxBytes: limits.maxArgumentsBytes });
-      const repairs = validation.repairs.map(String);
+      // The validator's own fresh array (repair steps are strings): nothing to copy.
+      const repairs: string[] = validation.repairs;
       if (!validation.ok) {
         fail(callId, validation.error.code, validation.error.message, repairs);
         return;
