@@ -108,12 +108,12 @@ export function decodeCallRequest(bytes: Buffer): TurnRequest | undefined {
 }
 
 function decodeString(bytes: Buffer, start: number, length: number): string {
-  if (length > SHORT_BYTES) return utf8Decoder.decode(bytes.subarray(start, start + length));
-  const codes = new Array<number>(length);
-  for (let index = 0; index < length; index++) {
-    const byte = bytes[start + index]!;
-    if (byte > 0x7f) return utf8Decoder.decode(bytes.subarray(start, start + length));
-    codes[index] = byte;
+  if (length === 0) return '';
+  const end = start + length;
+  if (length > SHORT_BYTES) return utf8Decoder.decode(bytes.subarray(start, end));
+  for (let index = start; index < end; index++) {
+    if (bytes[index]! > 0x7f) return utf8Decoder.decode(bytes.subarray(start, end));
   }
-  return String.fromCharCode.apply(String, codes);
+  // ASCII: latin1 reads it byte for byte, and allocates nothing but the string.
+  return bytes.toString('latin1', start, end);
 }

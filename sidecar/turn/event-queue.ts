@@ -35,8 +35,11 @@ const resolved = Promise.resolve();
 export function createEventQueue<T>(options: { highWaterMark?: number } = {}): EventQueue<T> {
   const highWaterMark = Math.max(1, options.highWaterMark ?? 256);
   const lowWaterMark = Math.floor(highWaterMark / 2);
+  // Items live in items[head..tail). The array is kept when it empties (both indexes go back to 0):
+  // a fresh array per batch cost a new backing store each time, on every call.
   let items: T[] = [];
   let head = 0;
+  let tail = 0;
   let ended = false;
   let wakeReader: (() => void) | undefined;
   let rejectReader: ((reason: unknown) => void) | undefined;
@@ -44,7 +47,7 @@ export function createEventQueue<T>(options: { highWaterMark?: number } = {}): E
   let readerSignal: AbortSignal | undefined;
   let roomWaiters: Array<() => void> = [];
 
-  const length = () => items.length - head;
+  const length = () => tail - head;
   const wake = () => {
     const resolve = wakeReader;
     wakeReader = undefined;
@@ -74,26 +77,29 @@ export function createEventQueue<T>(options: { highWaterMark?: number } = {}): E
     },
     push(item) {
       if (ended) return;
-      items.push(item);
+      items[tail++] = item;
       if (wakeReader) wake();
     },
     take() {
-      if (head >= items.length) return undefined;
+      if (head >= tail) return undefined;
       const item = items[head] as T;
       items[head++] = undefined as T;
-      if (head === items.length) {
-        items = [];
+      if (head === tail) {
         head = 0;
-      } else if (head > 1024 && head * 2 > items.length) {
+        tail = 0;
+        // A backlog's large array is let go once it drained; a small one is reused.
+        if (items.length > 1024) items = [];
+      } else if (head > 1024 && head * 2 > tail) {
         // Compact now and then so a long backlog does not keep taken slots alive.
-        items = items.slice(head);
+        items = items.slice(head, tail);
+        tail -= head;
         head = 0;
       }
       if (roomWaiters.length > 0 && length() <= lowWaterMark) releaseRoom();
       return item;
     },
     readable(signal) {
-      if (head < items.length || ended) return resolved;
+      if (head < tail || ended) return resolved;
       if (signal.aborted) return Promise.reject(signal.reason);
       // One abort listener per signal for the queue's life, not one per wait: the writer waits
       // once per batch, and listener churn showed in profiles.
@@ -138,6 +144,7 @@ export function createEventQueue<T>(options: { highWaterMark?: number } = {}): E
           ended = true;
           items = [];
           head = 0;
+          tail = 0;
           releaseRoom();
           return { value: undefined, done: true };
         },
