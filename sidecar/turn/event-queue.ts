@@ -17,6 +17,12 @@ export interface EventQueue<T> extends AsyncIterable<T> {
    */
   readable(signal: AbortSignal): Promise<void>;
   /**
+   * Calls `callback` once, when an item waits or the queue has ended: at once (synchronously)
+   * when that is already so, else from the `push` or `end` that makes it so. One callback waits
+   * at a time (a second replaces the first); `undefined` cancels it. No promise per wait.
+   */
+  whenReadable(callback: (() => void) | undefined): void;
+  /**
    * Resolves when the queue has room (see above), or when `signal` aborts (never rejects: a
    * producer that ignores the promise must not see an unhandled rejection).
    */
@@ -42,6 +48,7 @@ export function createEventQueue<T>(options: { highWaterMark?: number } = {}): E
   let tail = 0;
   let ended = false;
   let wakeReader: (() => void) | undefined;
+  let readableCallback: (() => void) | undefined;
   let rejectReader: ((reason: unknown) => void) | undefined;
   let watched: AbortSignal | undefined;
   let readerSignal: AbortSignal | undefined;
@@ -53,6 +60,11 @@ export function createEventQueue<T>(options: { highWaterMark?: number } = {}): E
     wakeReader = undefined;
     rejectReader = undefined;
     resolve?.();
+  };
+  const callBack = () => {
+    const callback = readableCallback;
+    readableCallback = undefined;
+    callback?.();
   };
   const readerAborted = (signal: AbortSignal) => {
     if (watched === signal) watched = undefined;
@@ -79,6 +91,7 @@ export function createEventQueue<T>(options: { highWaterMark?: number } = {}): E
       if (ended) return;
       items[tail++] = item;
       if (wakeReader) wake();
+      if (readableCallback) callBack();
     },
     take() {
       if (head >= tail) return undefined;
@@ -113,6 +126,10 @@ export function createEventQueue<T>(options: { highWaterMark?: number } = {}): E
         readerSignal = signal;
       });
     },
+    whenReadable(callback) {
+      readableCallback = callback;
+      if (callback && (head < tail || ended)) callBack();
+    },
     room(signal) {
       if (length() < highWaterMark || ended || signal?.aborted) return resolved;
       return new Promise<void>((resolve) => {
@@ -128,6 +145,7 @@ export function createEventQueue<T>(options: { highWaterMark?: number } = {}): E
       ended = true;
       releaseRoom();
       if (wakeReader) wake();
+      if (readableCallback) callBack();
     },
     [Symbol.asyncIterator]() {
       const never = new AbortController().signal;

@@ -58,6 +58,11 @@ export interface TurnEventSource extends AsyncIterable<TurnEvent> {
   take(): TurnEvent | undefined;
   /** Resolves when an event waits or the stream of events has ended; rejects when `signal` aborts. */
   readable(signal: AbortSignal): Promise<void>;
+  /**
+   * Calls `callback` once when an event waits or the events have ended (synchronously when that
+   * is already so); `undefined` cancels a waiting one. The writer's way to wait without a promise.
+   */
+  whenReadable(callback: (() => void) | undefined): void;
   /** True once no more events will come and every one was taken. */
   readonly done: boolean;
 }
@@ -152,6 +157,7 @@ export function createTurnSession(options: {
   const events: TurnEventSource = {
     take,
     readable: (signal) => queue.readable(signal),
+    whenReadable: (callback) => queue.whenReadable(callback),
     get done() {
       return queue.ended && queue.length === 0;
     },
