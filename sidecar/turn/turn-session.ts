@@ -108,6 +108,7 @@ export function createTurnSession(options: {
   const now = options.now ?? (() => performance.now());
   const toolMap = agentToolMap(options.tools);
   const validate = options.validateArguments ?? validateToolArguments;
+  const validateOptions = { maxBytes: limits.maxArgumentsBytes };
   const scheduler = createCallScheduler();
   const highWaterMark = Math.max(1, Math.min(EMIT_HIGH_WATER_MARK, Math.floor(limits.maxQueuedEvents / 2)));
   const queue = createEventQueue<TurnEvent>({ highWaterMark });
@@ -207,7 +208,7 @@ export function createTurnSession(options: {
         fail(callId, 'unknown_tool', `there is no tool named ${quotePrefix(shown)} in this turn; call one of the tools you were given.`);
         return;
       }
-      const validation = validate(tool, request.argumentsJson, { maxBytes: limits.maxArgumentsBytes });
+      const validation = validate(tool, request.argumentsJson, validateOptions);
       // The validator's own fresh array (repair steps are strings): nothing to copy.
       const repairs: string[] = validation.repairs;
       if (!validation.ok) {
