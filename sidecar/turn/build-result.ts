@@ -98,3 +98,10 @@ export function safeJsonStringify(value: unknown): string {
 function bigintReplacer(_key: string, value: unknown): unknown {
   return typeof value === 'bigint' ? value.toString() : value;
 }
+
+/** The model-facing message of a refused call: what, why, and not to retry blindly. */
+export function deniedMessage(toolName: string, label: string, reason: string): string {
+  const what = label && label !== toolName ? `${toolName} (${label})` : toolName;
+  const why = reason.trim() ? ` The reason given: ${reason.trim()}` : ' No reason was given.';
+  return `This call of ${what} was not approved, so it did not run and nothing was changed.${why} Do not retry the same call unchanged; change the approach, or ask the user what they want instead.`;
+}

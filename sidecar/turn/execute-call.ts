@@ -8,7 +8,8 @@ import {
   type WorkerAgentTool,
 } from '../../src/index.js';
 import type { SidecarLimits } from '../config.js';
-import { errorResult, successResult } from './build-result.js';
+import { deniedMessage, errorResult, successResult } from './build-result.js';
+import { CallContext } from './call-context.js';
 import type { CallTicket } from './call-scheduler.js';
 import type { DeadlineTimer } from './deadline-timer.js';
 import type { CallErrorCode, CallResult, TurnEvent } from './turn-event.js';
@@ -314,45 +315,6 @@ class CallRun implements RunningCall {
   }
 }
 
-/**
- * What the tool's `execute` gets. A class, not an object literal with a `get signal()`: V8 gives
- * every such literal a hidden class (map) of its own, and those maps, kept in the old generation,
- * held each finished call alive through young-generation GCs until a full GC (about 1 KB promoted
- * per call; most of the in-process call path's time went to GC). Its members are getters on the
- * prototype: the signal and the `emit` and `remainingMs` functions are made on first use (most
- * quick tools read none of them), and those functions are bound, so a tool may pass them around.
- */
-class CallContext implements ToolExecutionContext {
-  readonly callId: string;
-  private boundEmit: ((event: PresentationEvent) => Promise<void>) | undefined;
-  private boundRemainingMs: (() => number) | undefined;
-
-  constructor(private readonly run: CallRun) {
-    this.callId = run.options.callId;
-  }
-
-  get signal(): AbortSignal {
-    return this.run.signal();
-  }
-
-  get emit(): (event: PresentationEvent) => Promise<void> {
-    const { run } = this;
-    return (this.boundEmit ??= (event) => run.emit(event));
-  }
-
-  get remainingMs(): () => number {
-    const { deadlineAt, options } = this.run;
-    return (this.boundRemainingMs ??= () => deadlineAt - options.now());
-  }
-}
-
 function abortedResult(reason: CallAbort | undefined, label: string, repairs: string[], durationMs: number): CallResult {
   return errorResult({ code: reason?.code ?? 'aborted', message: reason?.message ?? 'the call was aborted', label, repairs, durationMs });
-}
-
-/** The model-facing message of a refused call: what, why, and not to retry blindly. */
-function deniedMessage(toolName: string, label: string, reason: string): string {
-  const what = label && label !== toolName ? `${toolName} (${label})` : toolName;
-  const why = reason.trim() ? ` The reason given: ${reason.trim()}` : ' No reason was given.';
-  return `This call of ${what} was not approved, so it did not run and nothing was changed.${why} Do not retry the same call unchanged; change the approach, or ask the user what they want instead.`;
 }
