@@ -11,7 +11,22 @@ import {
 import { capTurnResponse, minimalTurnResponse } from './cap-turn-response.js';
 import { decodeTurnRequest } from './decode-turn-request.js';
 
-const utf8Length = (text: string) => Buffer.byteLength(text, 'utf8');
+/** Strings up to this many characters are measured and written in JS when they are ASCII. */
+const SHORT_CHARS = 64;
+
+/**
+ * The UTF-8 length of `text`. A short string (call ids, labels, codes: most of what a quick call
+ * sends) is scanned in JS, cheaper than a call into Buffer's native code; the length equals
+ * `text.length` exactly when every character is ASCII.
+ */
+function utf8Length(text: string): number {
+  const length = text.length;
+  if (length > SHORT_CHARS) return Buffer.byteLength(text, 'utf8');
+  for (let index = 0; index < length; index++) {
+    if (text.charCodeAt(index) >= 0x80) return Buffer.byteLength(text, 'utf8');
+  }
+  return length;
+}
 
 function varintSize(value: number): number {
   return value < 0x80 ? 1 : value < 0x4000 ? 2 : value < 0x200000 ? 3 : value < 0x10000000 ? 4 : 5;
@@ -64,6 +79,11 @@ function writeString(buffer: Buffer, position: number, tag: number, text: string
   buffer[position++] = tag;
   const length = utf8Length(text);
   position = writeVarint(buffer, position, length);
+  if (length === text.length && length <= SHORT_CHARS) {
+    // ASCII (see utf8Length): one byte per character.
+    for (let index = 0; index < length; index++) buffer[position + index] = text.charCodeAt(index);
+    return position + length;
+  }
   return position + buffer.write(text, position, length, 'utf8');
 }
 

@@ -5,7 +5,6 @@ import {
   ExecutionMode,
   TurnKind,
   type ApprovalPolicy as ProtoApprovalPolicy,
-  type CallTool,
   type ClientReply,
   type ContentPart,
   type ToolDefinition,
@@ -14,7 +13,7 @@ import {
 } from '../../src/gen/toolruntime/v1/sidecar.js';
 import type { ApprovalPolicy, TurnContext } from '../categories/category.js';
 import { safeJsonStringify } from '../turn/build-result.js';
-import type { CallRequest, ClientReplyPayload, TurnEvent } from '../turn/turn-event.js';
+import type { ClientReplyPayload, TurnEvent } from '../turn/turn-event.js';
 
 /** The proto's TurnContext as the categories see it (UNSPECIFIED → 'text'). */
 export function toDomainTurnContext(context: ProtoTurnContext | undefined): TurnContext {
@@ -69,19 +68,6 @@ export function toToolDefinition(schema: ToolSchema): ToolDefinition {
     executionMode: schema.executionMode === 'parallel' ? ExecutionMode.EXECUTION_MODE_PARALLEL : ExecutionMode.EXECUTION_MODE_SEQUENTIAL,
     readOnly: schema.readOnly,
     destructive: schema.destructive,
-  };
-}
-
-/** The proto's CallTool as a call request. */
-export function toCallRequest(call: CallTool): CallRequest {
-  return {
-    callId: call.callId,
-    name: call.name,
-    namespace: call.namespace,
-    argumentsJson: call.argumentsJson,
-    deadlineMs: call.deadlineMs,
-    traceparent: call.traceparent,
-    tracestate: call.tracestate,
   };
 }
 

@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import { status, type ServerDuplexStream } from '@grpc/grpc-js';
 import { errorMessage, type Logger } from '../../src/index.js';
 import { ClientReply, type ToolDefinition, type TurnRequest, type TurnResponse } from '../../src/gen/toolruntime/v1/sidecar.js';
@@ -8,7 +7,7 @@ import { enableBatchedWrites, findHttp2Stream } from './batch-writes.js';
 import { checkTurnContext, checkTurnReply } from './check-turn-request.js';
 import { undecodableReason } from './decode-turn-request.js';
 import { toGrpcStatus } from './grpc-status.js';
-import { toCallRequest, toClientReplyPayload, toDomainTurnContext, toTurnResponse } from './proto-mapping.js';
+import { toClientReplyPayload, toDomainTurnContext, toTurnResponse } from './proto-mapping.js';
 
 /** What opening a turn yields: the tool set to answer with, and the session that runs its calls. */
 export interface OpenedTurn {
@@ -27,6 +26,8 @@ export interface TurnHandle {
   /** Settles when the stream has ended, however it ended. */
   readonly closed: Promise<void>;
 }
+
+const resolved = Promise.resolve();
 
 /**
  * Serves one Turn stream: the first request must be `open` (else INVALID_ARGUMENT), a second
@@ -81,7 +82,8 @@ export function handleTurn(
     if (!current) return;
     switch (request.request?.$case) {
       case 'call':
-        current.call(toCallRequest(request.request.value));
+        // A decoded CallTool is a CallRequest as it is (the same fields): no copy per call.
+        current.call(request.request.value);
         return;
       case 'cancel':
         current.cancel(request.request.value.callId, request.request.value.reason);
@@ -106,56 +108,74 @@ export function handleTurn(
   };
 
   // Writes in batches: every event that waits is written in the same tick (so http2 coalesces
-  // the frames), one promise per batch rather than per event; 'drain' sets the pace.
-  const pipe = async (events: TurnEventSource) => {
-    const signal = turnAbort.signal;
-    try {
-      for (;;) {
-        let event = events.take();
-        while (event !== undefined) {
-          if (phase === 'closed') break;
-          // grpc-js ended the http2 stream itself (a frame it could not decompress, the RPC's
-          // deadline) and waits to send its status: a write now would error the stream and lose it.
-          if (http2?.writableEnded) {
-            finish();
-            break;
-          }
-          // Cork both grpc-js's stream and the http2 stream under it, so the batch reaches
-          // nghttp2 as one write (activity_started and result of a quick call together).
-          http2?.cork();
-          stream.cork();
-          let room = true;
-          try {
-            while (event !== undefined && room) {
-              room = stream.write(toTurnResponse(event));
-              event = room ? events.take() : undefined;
-            }
-          } finally {
-            stream.uncork();
-            http2?.uncork();
-          }
-          if (!room) {
-            await once(stream, 'drain', { signal });
-            event = events.take();
-          }
+  // the frames); 'drain' sets the pace. Driven by callbacks, not an async loop: waiting for a batch
+  // costs one settled-promise reaction and one process.nextTick, not two promises and their awaits.
+  const pipe = (events: TurnEventSource): Promise<void> =>
+    new Promise<void>((resolvePipe) => {
+      const signal = turnAbort.signal;
+      let settled = false;
+      const end = () => {
+        if (settled) return;
+        settled = true;
+        events.whenReadable(undefined);
+        stream.off('drain', flush);
+        signal.removeEventListener('abort', end);
+        if (phase !== 'closed' && shutdownReason !== undefined) {
+          fail(status.UNAVAILABLE, shutdownReason);
+        } else if (phase !== 'closed') {
+          phase = 'closed';
+          stream.end();
+          resolveClosed();
         }
-        if (phase === 'closed' || events.done) break;
-        await events.readable(signal);
-        // Run after this tick's microtasks: a call that settles within them (most do) then has
-        // its activity_started and result written as one batch, with no event-loop turn between.
-        await new Promise((resolve) => process.nextTick(resolve));
+        resolvePipe();
+      };
+      // Runs after the tick's microtasks: a call that settles within them (most do) then has its
+      // activity_started and result written as one batch, with no event-loop turn between.
+      const scheduleFlush = () => process.nextTick(flush);
+      const onReadable = () => void resolved.then(scheduleFlush);
+      function flush(): void {
+        if (settled) return;
+        try {
+          let event = events.take();
+          while (event !== undefined) {
+            if (phase === 'closed') return end();
+            // grpc-js ended the http2 stream itself (a frame it could not decompress, the RPC's
+            // deadline) and waits to send its status: a write now would error the stream and lose it.
+            if (http2?.writableEnded) {
+              finish();
+              return end();
+            }
+            // Cork both grpc-js's stream and the http2 stream under it, so the batch reaches
+            // nghttp2 as one write (activity_started and result of a quick call together).
+            http2?.cork();
+            stream.cork();
+            let room = true;
+            try {
+              while (event !== undefined && room) {
+                room = stream.write(toTurnResponse(event));
+                event = room ? events.take() : undefined;
+              }
+            } finally {
+              stream.uncork();
+              http2?.uncork();
+            }
+            if (settled) return;
+            if (!room) {
+              stream.once('drain', flush);
+              return;
+            }
+          }
+          if (phase === 'closed' || events.done) return end();
+          events.whenReadable(onReadable);
+        } catch (error) {
+          if (phase !== 'closed') fail(status.INTERNAL, `the sidecar failed writing the turn: ${errorMessage(error)}`);
+          end();
+        }
       }
-      if (phase !== 'closed' && shutdownReason !== undefined) {
-        fail(status.UNAVAILABLE, shutdownReason);
-      } else if (phase !== 'closed') {
-        phase = 'closed';
-        stream.end();
-        resolveClosed();
-      }
-    } catch (error) {
-      if (phase !== 'closed') fail(status.INTERNAL, `the sidecar failed writing the turn: ${errorMessage(error)}`);
-    }
-  };
+      // The turn ended (cancelled, failed, the client gone): stop waiting, write nothing more.
+      signal.addEventListener('abort', end, { once: true });
+      flush();
+    });
 
   const open = async (request: TurnRequest & { request: { $case: 'open' } }) => {
     phase = 'opening';

@@ -196,6 +196,7 @@ export function traceTurnSession(options: { runtime: OtelRuntime; instruments: S
           return event;
         },
         readable: (signal) => inner.readable(signal),
+        whenReadable: (callback) => inner.whenReadable(callback),
         get done() {
           const done = inner.done;
           if (done) endTurn();

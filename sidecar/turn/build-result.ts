@@ -41,7 +41,7 @@ export function successResult(options: {
   durationMs: number;
 }): CallResult {
   const { result } = options;
-  const content: ContentPart[] = Array.isArray(result.content) ? result.content.map((part) => limitPart(part, options.maxTextChars)) : [];
+  const content: ContentPart[] = Array.isArray(result.content) ? limitParts(result.content, options.maxTextChars) : [];
   return {
     content,
     detailsJson: result.details === undefined ? '' : safeJsonStringify(result.details),
@@ -50,6 +50,18 @@ export function successResult(options: {
     repairs: options.repairs,
     durationMs: options.durationMs,
   };
+}
+
+/** The parts with long texts cut; the same array when none is (the usual case), never the tool's array changed. */
+function limitParts(parts: ContentPart[], maxChars: number): ContentPart[] {
+  let limited: ContentPart[] | undefined;
+  for (let index = 0; index < parts.length; index++) {
+    const part = parts[index]!;
+    const kept = limitPart(part, maxChars);
+    if (kept !== part && limited === undefined) limited = parts.slice(0, index);
+    limited?.push(kept);
+  }
+  return limited ?? parts;
 }
 
 function limitPart(part: ContentPart, maxChars: number): ContentPart {
@@ -85,4 +97,11 @@ export function safeJsonStringify(value: unknown): string {
 
 function bigintReplacer(_key: string, value: unknown): unknown {
   return typeof value === 'bigint' ? value.toString() : value;
+}
+
+/** The model-facing message of a refused call: what, why, and not to retry blindly. */
+export function deniedMessage(toolName: string, label: string, reason: string): string {
+  const what = label && label !== toolName ? `${toolName} (${label})` : toolName;
+  const why = reason.trim() ? ` The reason given: ${reason.trim()}` : ' No reason was given.';
+  return `This call of ${what} was not approved, so it did not run and nothing was changed.${why} Do not retry the same call unchanged; change the approach, or ask the user what they want instead.`;
 }

@@ -5,8 +5,11 @@
  * are dropped as the timer passes them, or compacted once they are most of the list.
  */
 export interface DeadlineTimer {
-  /** Calls `onExpire` `ms` from now unless the returned cancel function runs first. */
-  add(ms: number, onExpire: () => void): () => void;
+  /**
+   * Calls `onExpire` `ms` after `from` (a reading of the timer's clock; default: now) unless the
+   * returned cancel function runs first.
+   */
+  add(ms: number, onExpire: () => void, from?: number): () => void;
   /** Cancels every pending deadline and the timer. */
   clear(): void;
   /** Deadlines still pending (for tests). */
@@ -66,8 +69,8 @@ export function createDeadlineTimer(options: { now: () => number }): DeadlineTim
     get pending() {
       return live;
     },
-    add(ms, onExpire) {
-      const entry: Entry = { at: now() + ms, onExpire };
+    add(ms, onExpire, from = now()) {
+      const entry: Entry = { at: from + ms, onExpire };
       // Binary search from the end: the usual case appends.
       let low = 0;
       let high = entries.length;
@@ -87,9 +90,10 @@ export function createDeadlineTimer(options: { now: () => number }): DeadlineTim
         live--;
         // The timer stays armed: re-arming per call would cost a setTimeout each. When it fires
         // with nothing due it just re-arms for the next live deadline, if any.
-        if (live === 0) {
-          entries = [];
-        } else if (entries.length > 64 && live * 2 < entries.length) {
+        // Drop dead entries from the end (the usual case: the call added last ends first) with
+        // pop, which keeps the array's storage; a fresh array per call cost a new one each time.
+        while (entries.length > 0 && entries[entries.length - 1]!.onExpire === undefined) entries.pop();
+        if (entries.length > 64 && live * 2 < entries.length) {
           entries = entries.filter((other) => other.onExpire !== undefined);
         }
       };

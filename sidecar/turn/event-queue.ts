@@ -17,6 +17,12 @@ export interface EventQueue<T> extends AsyncIterable<T> {
    */
   readable(signal: AbortSignal): Promise<void>;
   /**
+   * Calls `callback` once, when an item waits or the queue has ended: at once (synchronously)
+   * when that is already so, else from the `push` or `end` that makes it so. One callback waits
+   * at a time (a second replaces the first); `undefined` cancels it. No promise per wait.
+   */
+  whenReadable(callback: (() => void) | undefined): void;
+  /**
    * Resolves when the queue has room (see above), or when `signal` aborts (never rejects: a
    * producer that ignores the promise must not see an unhandled rejection).
    */
@@ -35,21 +41,30 @@ const resolved = Promise.resolve();
 export function createEventQueue<T>(options: { highWaterMark?: number } = {}): EventQueue<T> {
   const highWaterMark = Math.max(1, options.highWaterMark ?? 256);
   const lowWaterMark = Math.floor(highWaterMark / 2);
+  // Items live in items[head..tail). The array is kept when it empties (both indexes go back to 0):
+  // a fresh array per batch cost a new backing store each time, on every call.
   let items: T[] = [];
   let head = 0;
+  let tail = 0;
   let ended = false;
   let wakeReader: (() => void) | undefined;
+  let readableCallback: (() => void) | undefined;
   let rejectReader: ((reason: unknown) => void) | undefined;
   let watched: AbortSignal | undefined;
   let readerSignal: AbortSignal | undefined;
   let roomWaiters: Array<() => void> = [];
 
-  const length = () => items.length - head;
+  const length = () => tail - head;
   const wake = () => {
     const resolve = wakeReader;
     wakeReader = undefined;
     rejectReader = undefined;
     resolve?.();
+  };
+  const callBack = () => {
+    const callback = readableCallback;
+    readableCallback = undefined;
+    callback?.();
   };
   const readerAborted = (signal: AbortSignal) => {
     if (watched === signal) watched = undefined;
@@ -74,26 +89,30 @@ export function createEventQueue<T>(options: { highWaterMark?: number } = {}): E
     },
     push(item) {
       if (ended) return;
-      items.push(item);
+      items[tail++] = item;
       if (wakeReader) wake();
+      if (readableCallback) callBack();
     },
     take() {
-      if (head >= items.length) return undefined;
+      if (head >= tail) return undefined;
       const item = items[head] as T;
       items[head++] = undefined as T;
-      if (head === items.length) {
-        items = [];
+      if (head === tail) {
         head = 0;
-      } else if (head > 1024 && head * 2 > items.length) {
+        tail = 0;
+        // A backlog's large array is let go once it drained; a small one is reused.
+        if (items.length > 1024) items = [];
+      } else if (head > 1024 && head * 2 > tail) {
         // Compact now and then so a long backlog does not keep taken slots alive.
-        items = items.slice(head);
+        items = items.slice(head, tail);
+        tail -= head;
         head = 0;
       }
       if (roomWaiters.length > 0 && length() <= lowWaterMark) releaseRoom();
       return item;
     },
     readable(signal) {
-      if (head < items.length || ended) return resolved;
+      if (head < tail || ended) return resolved;
       if (signal.aborted) return Promise.reject(signal.reason);
       // One abort listener per signal for the queue's life, not one per wait: the writer waits
       // once per batch, and listener churn showed in profiles.
@@ -106,6 +125,10 @@ export function createEventQueue<T>(options: { highWaterMark?: number } = {}): E
         rejectReader = reject;
         readerSignal = signal;
       });
+    },
+    whenReadable(callback) {
+      readableCallback = callback;
+      if (callback && (head < tail || ended)) callBack();
     },
     room(signal) {
       if (length() < highWaterMark || ended || signal?.aborted) return resolved;
@@ -122,6 +145,7 @@ export function createEventQueue<T>(options: { highWaterMark?: number } = {}): E
       ended = true;
       releaseRoom();
       if (wakeReader) wake();
+      if (readableCallback) callBack();
     },
     [Symbol.asyncIterator]() {
       const never = new AbortController().signal;
@@ -138,6 +162,7 @@ export function createEventQueue<T>(options: { highWaterMark?: number } = {}): E
           ended = true;
           items = [];
           head = 0;
+          tail = 0;
           releaseRoom();
           return { value: undefined, done: true };
         },

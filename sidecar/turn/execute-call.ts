@@ -8,7 +8,8 @@ import {
   type WorkerAgentTool,
 } from '../../src/index.js';
 import type { SidecarLimits } from '../config.js';
-import { errorResult, successResult } from './build-result.js';
+import { deniedMessage, errorResult, successResult } from './build-result.js';
+import { CallContext } from './call-context.js';
 import type { CallTicket } from './call-scheduler.js';
 import type { DeadlineTimer } from './deadline-timer.js';
 import type { CallErrorCode, CallResult, TurnEvent } from './turn-event.js';
@@ -19,8 +20,6 @@ export interface RunningCall {
   abort(code: AbortCode, message: string): void;
   /** The writer sent one of this call's presentation events (keeps the unsent count). */
   presentationSent(): void;
-  /** Settles once the call's result has been pushed. */
-  readonly done: Promise<void>;
 }
 
 /** The codes an abort gives the call's result. */
@@ -51,8 +50,6 @@ class CallAbort extends Error {
 const callEnded = new CallAbort('aborted', 'the call ended');
 const resolved = Promise.resolve();
 
-type Outcome = { kind: 'returned'; result: AgentToolResult } | { kind: 'threw'; error: unknown } | { kind: 'abandoned' };
-
 const resultCodes = new Set<CallErrorCode>(['invalid_arguments', 'tool_failed', 'timeout', 'aborted', 'internal']);
 
 /**
@@ -64,8 +61,9 @@ const resultCodes = new Set<CallErrorCode>(['invalid_arguments', 'tool_failed', 
  * is aborted with `tool_failed`. The call's controller is aborted when the call ends, however it
  * ends.
  *
- * Hot path: when the ticket is granted at once, `activity-started` is pushed synchronously and
- * `execute` starts in the same tick; the AbortController is only created when someone reads the
+ * Hot path: when the ticket is granted at once and no approval is asked, `activity-started` is
+ * pushed synchronously, `execute` starts in the same tick and its settling pushes the result (never
+ * before `executeCall` has returned); the AbortController is only created when someone reads the
  * signal (the tool, or a wait), and the deadline lives in the turn's one `DeadlineTimer`.
  */
 export function executeCall(options: ExecuteCallOptions): RunningCall {
@@ -96,50 +94,55 @@ export interface ExecuteCallOptions {
 }
 
 // A class rather than closures: one object per call, its methods shared (the hot path allocates
-// little, and tsx's keepNames does not rename a dozen closures per call).
+// little, and tsx's keepNames does not rename a dozen closures per call). A call whose ticket is
+// granted at once and that needs no approval runs without an async function or a promise of its
+// own: `execute`'s promise is the only one, and its settling pushes the result directly.
 class CallRun implements RunningCall {
-  readonly done: Promise<void>;
   private controller: AbortController | undefined;
   private reason: CallAbort | undefined;
   private finished = false;
   // Events after the result is decided (a tool that kept going after its abort) are dropped.
   private emitting = true;
   private unsent = 0;
-  // Set while `execute` runs: starts the abort grace.
-  private graceStarter: (() => void) | undefined;
+  // True while `execute` runs and its outcome is still awaited: an abort then starts the grace.
+  private executing = false;
   private grace: NodeJS.Timeout | undefined;
-  private settleTool: ((outcome: Outcome) => void) | undefined;
+  private label: string;
+  private started = 0;
   private readonly cancelDeadline: () => void;
   private readonly context: ToolExecutionContext;
 
-  constructor(private readonly options: ExecuteCallOptions) {
-    this.cancelDeadline = options.deadlines.add(options.deadlineMs, () =>
-      this.abort('timeout', `the call ran past its deadline of ${options.deadlineMs} ms`),
+  /** When the deadline passes, on the `now` clock. */
+  readonly deadlineAt: number;
+
+  constructor(readonly options: ExecuteCallOptions) {
+    this.label = options.tool.name;
+    // One clock reading serves the deadline and, on the hot path, the start of `execute`.
+    const at = options.now();
+    this.deadlineAt = at + options.deadlineMs;
+    this.cancelDeadline = options.deadlines.add(
+      options.deadlineMs,
+      () => this.abort('timeout', `the call ran past its deadline of ${options.deadlineMs} ms`),
+      at,
     );
-    const run = this;
-    const deadlineAt = options.now() + options.deadlineMs;
-    this.context = {
-      get signal() {
-        return run.signal();
-      },
-      callId: options.callId,
-      remainingMs: () => deadlineAt - options.now(),
-      emit(event) {
-        return run.emit(event);
-      },
-    };
-    this.done = this.run().then(
-      (result) => this.finish(result),
-      (error: unknown) =>
-        this.finish(errorResult({ code: 'internal', message: `the sidecar failed running the call: ${errorMessage(error)}`, repairs: options.repairs })),
-    );
+    this.context = new CallContext(this);
+    if (!options.ticket.granted || options.approve) {
+      this.prepare().catch((error: unknown) => this.failInternally(error));
+      return;
+    }
+    try {
+      this.launch(this.describe(), at);
+    } catch (error) {
+      // As on the slow path: an `internal` result, in a later microtask, never a throw from `call`.
+      void resolved.then(() => this.failInternally(error));
+    }
   }
 
   abort(code: AbortCode, message: string): void {
     if (this.reason || this.finished) return;
     this.reason = new CallAbort(code, message);
     this.controller?.abort(this.reason);
-    this.graceStarter?.();
+    if (this.executing) this.startGrace();
   }
 
   presentationSent(): void {
@@ -147,7 +150,7 @@ class CallRun implements RunningCall {
   }
 
   /** The call's signal, created on first use (most tools that return at once never read it). */
-  private signal(): AbortSignal {
+  signal(): AbortSignal {
     if (!this.controller) {
       this.controller = new AbortController();
       if (this.reason) this.controller.abort(this.reason);
@@ -160,7 +163,7 @@ class CallRun implements RunningCall {
     this.options.output.push({ type: 'presentation', callId: this.options.callId, event });
   }
 
-  private emit(event: PresentationEvent): Promise<void> {
+  emit(event: PresentationEvent): Promise<void> {
     if (!this.emitting) return resolved;
     const { limits, output, tool } = this.options;
     this.pushPresentation({ kind: String(event.kind), payload: event.payload });
@@ -176,93 +179,134 @@ class CallRun implements RunningCall {
     return output.hasRoom || this.reason ? resolved : output.room(this.signal());
   }
 
-  private runTool(): Promise<Outcome> {
-    const { tool, params, limits } = this.options;
-    return new Promise<Outcome>((resolve) => {
-      this.settleTool = resolve;
-      this.graceStarter = () => {
-        this.graceStarter = undefined;
-        this.grace = setTimeout(() => this.settle({ kind: 'abandoned' }), limits.abortGraceMs);
-      };
-      if (this.reason) this.graceStarter();
-      try {
-        Promise.resolve(tool.execute(params, this.context)).then(
-          (result) => this.settle({ kind: 'returned', result }),
-          (error: unknown) => this.settle({ kind: 'threw', error }),
-        );
-      } catch (error) {
-        this.settle({ kind: 'threw', error });
-      }
-    });
-  }
-
-  /** The tool's outcome, first one wins (the abort grace may pass before the tool settles). */
-  private settle(outcome: Outcome): void {
-    const resolve = this.settleTool;
-    if (!resolve) return;
-    this.settleTool = undefined;
-    this.graceStarter = undefined;
-    if (this.grace) clearTimeout(this.grace);
-    resolve(outcome);
-  }
-
-  private async run(): Promise<CallResult> {
-    const { callId, tool, params, repairs, ticket, limits, logger, now, output } = this.options;
-    let label = tool.name;
+  /** The slow path: waits for the ticket and asks the approval, then launches (or finishes) the call. */
+  private async prepare(): Promise<void> {
+    const { tool, repairs, ticket, approve } = this.options;
     if (!ticket.granted) {
       try {
         await ticket.ready(this.signal());
       } catch {
-        return abortedResult(this.reason, label, repairs, 0);
+        this.finish(abortedResult(this.reason, this.label, repairs, 0));
+        return;
       }
     }
-    try {
-      label = tool.describeActivity(params);
-    } catch (error) {
-      logger.warn('describeActivity threw', { callId, tool: tool.name, error: errorMessage(error) });
-    }
-    if (this.options.approve) {
+    const label = this.describe();
+    if (approve) {
       let decision: { approved: boolean; reason: string };
       try {
-        decision = await this.options.approve(label, this.signal());
+        decision = await approve(label, this.signal());
       } catch (error) {
-        if (this.reason) return abortedResult(this.reason, label, repairs, 0);
-        return errorResult({ code: 'denied', message: deniedMessage(tool.name, label, `the approval could not be asked: ${errorMessage(error)}`), label, repairs });
+        if (this.reason) this.finish(abortedResult(this.reason, label, repairs, 0));
+        else this.finish(errorResult({ code: 'denied', message: deniedMessage(tool.name, label, `the approval could not be asked: ${errorMessage(error)}`), label, repairs }));
+        return;
       }
-      if (this.reason) return abortedResult(this.reason, label, repairs, 0);
-      if (!decision.approved) return errorResult({ code: 'denied', message: deniedMessage(tool.name, label, decision.reason), label, repairs });
+      if (this.reason) return this.finish(abortedResult(this.reason, label, repairs, 0));
+      if (!decision.approved) return this.finish(errorResult({ code: 'denied', message: deniedMessage(tool.name, label, decision.reason), label, repairs }));
     }
-    output.push({ type: 'activity-started', callId, label });
-    const started = now();
-    const outcome = await this.runTool();
-    const durationMs = Math.max(0, Math.round(now() - started));
-    if (outcome.kind === 'abandoned') {
-      logger.warn('a tool ignored its abort signal; its result was sent without it', {
-        callId,
-        tool: tool.name,
-        abortGraceMs: limits.abortGraceMs,
-      });
-      return abortedResult(this.reason, label, repairs, durationMs);
-    }
-    if (this.reason) return abortedResult(this.reason, label, repairs, durationMs);
-    if (outcome.kind === 'threw') {
-      const { error } = outcome;
-      const code = isToolRuntimeError(error) && resultCodes.has(error.code as CallErrorCode) ? (error.code as CallErrorCode) : 'tool_failed';
-      return errorResult({ code, message: `${tool.name} failed: ${errorMessage(error)}`, label, repairs, durationMs });
-    }
-    let completedLabel = label;
-    try {
-      completedLabel = tool.describeCompletedActivity?.(params, outcome.result) ?? label;
-    } catch (error) {
-      logger.warn('describeCompletedActivity threw', { callId, tool: tool.name, error: errorMessage(error) });
-    }
-    for (const event of outcome.result.presentation ?? []) this.pushPresentation(event);
-    return successResult({ result: outcome.result, completedLabel, maxTextChars: limits.maxResultTextChars, repairs, durationMs });
+    this.launch(label);
   }
 
+  /** The activity label, the tool's name when `describeActivity` throws. */
+  private describe(): string {
+    const { callId, tool, params, logger } = this.options;
+    try {
+      return tool.describeActivity(params);
+    } catch (error) {
+      logger.warn('describeActivity threw', { callId, tool: tool.name, error: errorMessage(error) });
+      return tool.name;
+    }
+  }
+
+  /** Sends `activity-started` and starts `execute`; its outcome (or the abort grace) finishes the call. */
+  private launch(label: string, startedAt = this.options.now()): void {
+    const { callId, tool, params, output } = this.options;
+    this.label = label;
+    output.push({ type: 'activity-started', callId, label });
+    this.started = startedAt;
+    this.executing = true;
+    if (this.reason) this.startGrace();
+    let running: Promise<AgentToolResult>;
+    try {
+      running = Promise.resolve(tool.execute(params, this.context));
+    } catch (error) {
+      // Never settle inside the session's `call`: the result follows in a microtask, as for a rejection.
+      running = Promise.reject(error);
+    }
+    running.then(
+      (result) => this.returned(result),
+      (error: unknown) => this.threw(error),
+    );
+  }
+
+  private startGrace(): void {
+    this.grace ??= setTimeout(() => this.abandoned(), this.options.limits.abortGraceMs);
+  }
+
+  /** Ends the wait for the tool's outcome; false when it already ended (first outcome wins). */
+  private endExecution(): boolean {
+    if (!this.executing) return false;
+    this.executing = false;
+    if (this.grace) clearTimeout(this.grace);
+    return true;
+  }
+
+  private durationMs(): number {
+    return Math.max(0, Math.round(this.options.now() - this.started));
+  }
+
+  private abandoned(): void {
+    if (!this.endExecution()) return;
+    const { callId, tool, limits, logger, repairs } = this.options;
+    logger.warn('a tool ignored its abort signal; its result was sent without it', { callId, tool: tool.name, abortGraceMs: limits.abortGraceMs });
+    this.finish(abortedResult(this.reason, this.label, repairs, this.durationMs()));
+  }
+
+  private threw(error: unknown): void {
+    if (!this.endExecution()) return;
+    const { tool, repairs } = this.options;
+    const { label } = this;
+    const durationMs = this.durationMs();
+    if (this.reason) return this.finish(abortedResult(this.reason, label, repairs, durationMs));
+    try {
+      const code = isToolRuntimeError(error) && resultCodes.has(error.code as CallErrorCode) ? (error.code as CallErrorCode) : 'tool_failed';
+      this.finish(errorResult({ code, message: `${tool.name} failed: ${errorMessage(error)}`, label, repairs, durationMs }));
+    } catch (failure) {
+      this.failInternally(failure);
+    }
+  }
+
+  private returned(result: AgentToolResult): void {
+    if (!this.endExecution()) return;
+    const { callId, tool, params, repairs, limits, logger } = this.options;
+    const { label } = this;
+    const durationMs = this.durationMs();
+    if (this.reason) return this.finish(abortedResult(this.reason, label, repairs, durationMs));
+    try {
+      let completedLabel = label;
+      try {
+        completedLabel = tool.describeCompletedActivity?.(params, result) ?? label;
+      } catch (error) {
+        logger.warn('describeCompletedActivity threw', { callId, tool: tool.name, error: errorMessage(error) });
+      }
+      for (const event of result.presentation ?? []) this.pushPresentation(event);
+      this.finish(successResult({ result, completedLabel, maxTextChars: limits.maxResultTextChars, repairs, durationMs }));
+    } catch (error) {
+      this.failInternally(error);
+    }
+  }
+
+  /** The sidecar itself failed running the call (a result it could not build): `internal`. */
+  private failInternally(error: unknown): void {
+    this.finish(errorResult({ code: 'internal', message: `the sidecar failed running the call: ${errorMessage(error)}`, repairs: this.options.repairs }));
+  }
+
+  /** Pushes the call's one result and releases what it holds; later calls are ignored. */
   private finish(result: CallResult): void {
+    if (this.finished) return;
     this.emitting = false;
     this.finished = true;
+    this.executing = false;
+    if (this.grace) clearTimeout(this.grace);
     this.cancelDeadline();
     this.options.ticket.release();
     if (this.controller && !this.controller.signal.aborted) this.controller.abort(callEnded);
@@ -273,11 +317,4 @@ class CallRun implements RunningCall {
 
 function abortedResult(reason: CallAbort | undefined, label: string, repairs: string[], durationMs: number): CallResult {
   return errorResult({ code: reason?.code ?? 'aborted', message: reason?.message ?? 'the call was aborted', label, repairs, durationMs });
-}
-
-/** The model-facing message of a refused call: what, why, and not to retry blindly. */
-function deniedMessage(toolName: string, label: string, reason: string): string {
-  const what = label && label !== toolName ? `${toolName} (${label})` : toolName;
-  const why = reason.trim() ? ` The reason given: ${reason.trim()}` : ' No reason was given.';
-  return `This call of ${what} was not approved, so it did not run and nothing was changed.${why} Do not retry the same call unchanged; change the approach, or ask the user what they want instead.`;
 }

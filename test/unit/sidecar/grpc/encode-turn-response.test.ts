@@ -63,6 +63,11 @@ const cases: Array<[string, TurnResponse]> = [
       },
     },
   ],
+  // Short ASCII strings are measured and written in JS, longer or non-ASCII ones by Buffer: both sides of the line.
+  ...['a'.repeat(64), 'a'.repeat(65), `${'a'.repeat(63)}é`, `${'a'.repeat(63)}\u007f`, `\u0000${'b'.repeat(30)}`, '🚀'].map((text): [string, TurnResponse] => [
+    `a ${text.length}-character string written by the ${text.length <= 64 && !/[^\u0000-\u007f]/.test(text) ? 'JS' : 'Buffer'} path`,
+    { callId: text, event: { $case: 'activityStarted', value: { label: text } } },
+  ]),
   ...[1, 127, 128, 16_383, 16_384, 2 ** 21, 2 ** 28, 2 ** 31, 0xffffffff].map((durationMs): [string, TurnResponse] => [`duration ${durationMs}`, result({ durationMs })]),
 ];
 

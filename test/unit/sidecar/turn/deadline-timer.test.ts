@@ -33,6 +33,20 @@ describe('createDeadlineTimer', () => {
     expect(timer.pending).toBe(0);
   });
 
+  it('counts a deadline from the clock reading it is given', async () => {
+    let clock = 1_050;
+    const timer = createDeadlineTimer({ now: () => clock });
+    const fired: string[] = [];
+    // Read at 1,000 and added once the clock says 1,050: due at 1,060, not 1,110.
+    timer.add(60, () => fired.push('from the reading'), 1_000);
+    timer.add(60, () => fired.push('from now'));
+    clock = 1_060;
+    await until(() => fired.length === 1);
+    expect(fired).toEqual(['from the reading']);
+    expect(timer.pending).toBe(1);
+    timer.clear();
+  });
+
   it('keeps many finished deadlines from piling up', () => {
     const timer = createDeadlineTimer({ now: () => performance.now() });
     const cancels = Array.from({ length: 1_000 }, () => timer.add(60_000, () => undefined));

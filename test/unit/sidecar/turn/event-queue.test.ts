@@ -47,4 +47,44 @@ describe('createEventQueue', () => {
     idle.abort(new Error('stopped'));
     await expect(readable).rejects.toThrow('stopped');
   });
+
+  it('calls a whenReadable callback once, on the push or end that makes the queue readable, or at once', () => {
+    const queue = createEventQueue<number>();
+    const calls: string[] = [];
+    queue.whenReadable(() => calls.push('first'));
+    expect(calls).toEqual([]);
+    queue.push(1);
+    queue.push(2);
+    expect(calls).toEqual(['first']);
+    // Already readable: at once.
+    queue.whenReadable(() => calls.push('second'));
+    expect(calls).toEqual(['first', 'second']);
+    expect([queue.take(), queue.take()]).toEqual([1, 2]);
+    // Cancelled: never called.
+    queue.whenReadable(() => calls.push('cancelled'));
+    queue.whenReadable(undefined);
+    queue.push(3);
+    expect(queue.take()).toBe(3);
+    queue.whenReadable(() => calls.push('at the end'));
+    queue.end();
+    expect(calls).toEqual(['first', 'second', 'at the end']);
+  });
+
+  it('reuses its storage across batches and still hands out a long backlog in order', () => {
+    const queue = createEventQueue<number>();
+    for (let batch = 0; batch < 3; batch++) {
+      for (let item = 0; item < 5; item++) queue.push(batch * 10 + item);
+      const taken: number[] = [];
+      for (let item = queue.take(); item !== undefined; item = queue.take()) taken.push(item);
+      expect(taken).toEqual([0, 1, 2, 3, 4].map((item) => batch * 10 + item));
+      expect(queue.length).toBe(0);
+    }
+    // Past the compaction point, taking and pushing interleaved.
+    const out: number[] = [];
+    for (let item = 0; item < 5_000; item++) queue.push(item);
+    for (let step = 0; step < 3_000; step++) out.push(queue.take()!);
+    for (let item = 5_000; item < 6_000; item++) queue.push(item);
+    for (let item = queue.take(); item !== undefined; item = queue.take()) out.push(item);
+    expect(out).toEqual(Array.from({ length: 6_000 }, (_, index) => index));
+  });
 });
