@@ -4,16 +4,19 @@ import { WorkflowRunState, WorkflowTaskState, type ControlRequest, type Workflow
 import type { CliIo } from '../../cli.js';
 import { answerControlRequest } from '../answer-control-request.js';
 import { defaultDataDir } from '../store/default-data-dir.js';
-import { openSqliteStore } from '../store/sqlite/open-sqlite-store.js';
+import { openControlPlaneStore, resolveDatabaseOption } from '../store/open-control-plane-store.js';
 
 /** The usage of the operator's workflow commands. */
-export const WORKFLOW_ADMIN_USAGE = `Usage: npm run controller -- workflow list [--agent-id ID] [--limit N] [--data-dir DIR]
-       npm run controller -- workflow show RUN_ID [--data-dir DIR]
-       npm run controller -- workflow cancel RUN_ID [--reason TEXT] [--data-dir DIR]
+export const WORKFLOW_ADMIN_USAGE = `Usage: npm run controller -- workflow list [--agent-id ID] [--limit N] [STORE]
+       npm run controller -- workflow show RUN_ID [STORE]
+       npm run controller -- workflow cancel RUN_ID [--reason TEXT] [STORE]
+STORE: --data-dir DIR (the SQLite store; default ~/.local/state/tools-runtime/controller), or
+       --database postgres://... (default DATABASE_URL): the store several controllers share
 
 Reads (and for cancel, changes) the control-plane store directly, as an operator: every agent's runs
-unless --agent-id names one. Prints JSON (one run a line for list). A cancelled run's task turns stop
-at once when this process runs them, else at their runner's next claim renewal (within a second).`;
+unless --agent-id names one. Prints JSON (one run a line for list; show adds each attempt and the
+runner that claimed it). A cancelled run's task turns stop at once when this process runs them,
+else at their runner's next claim renewal (within a second).`;
 
 /** A run as printed: states by name, results parsed. */
 function printable(run: WorkflowRun | undefined): unknown {
@@ -56,7 +59,7 @@ export async function runWorkflowAdminCommand(sub: 'list' | 'show' | 'cancel', a
       args,
       allowPositionals: true,
       strict: true,
-      options: { 'data-dir': { type: 'string' }, 'agent-id': { type: 'string' }, limit: { type: 'string' }, reason: { type: 'string' }, help: { type: 'boolean' } },
+      options: { 'data-dir': { type: 'string' }, database: { type: 'string' }, 'agent-id': { type: 'string' }, limit: { type: 'string' }, reason: { type: 'string' }, help: { type: 'boolean' } },
     }));
   } catch (error) {
     io.stderr.write(`error: ${errorMessage(error)}\n\n${WORKFLOW_ADMIN_USAGE}\n`);
@@ -81,7 +84,8 @@ export async function runWorkflowAdminCommand(sub: 'list' | 'show' | 'cancel', a
         : { $case: 'cancelWorkflow', value: { agentId, runId, reason: values.reason ?? 'cancelled by an operator' } };
   let store;
   try {
-    store = await openSqliteStore({ dataDir: values['data-dir'] ?? defaultDataDir() });
+    const database = resolveDatabaseOption(values.database, io.env);
+    store = await openControlPlaneStore({ dataDir: values['data-dir'] ?? defaultDataDir(), ...(database ? { database } : {}) });
   } catch (error) {
     io.stderr.write(`error: ${errorMessage(error)}\n`);
     return 1;
@@ -92,7 +96,12 @@ export async function runWorkflowAdminCommand(sub: 'list' | 'show' | 'cancel', a
       case 'listWorkflows':
         for (const run of reply.value.runs) io.stdout.write(`${JSON.stringify(printable(run))}\n`);
         return 0;
-      case 'showWorkflow':
+      case 'showWorkflow': {
+        // The operator's view adds the attempt log: when each attempt ran, how it ended, and which runner (host:pid:id) claimed it.
+        const attempts = reply.value.run ? await store.workflows.listAttempts(reply.value.run.runId) : [];
+        io.stdout.write(`${JSON.stringify({ ...(printable(reply.value.run) as object), attempts }, null, 2)}\n`);
+        return 0;
+      }
       case 'cancelWorkflow':
         io.stdout.write(`${JSON.stringify(printable(reply.value.run), null, 2)}\n`);
         return 0;

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,6 +10,8 @@ import type { ResponseItem } from '../../../controller/model/responses-model.js'
 import { functionCallItem } from '../../../controller/model/responses-wire.js';
 import { startScriptedResponsesServer, type ScriptStep } from '../../fakes/scripted-responses-server.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
+import { requirePostgres, startPostgresCluster } from '../../fixtures/postgres-cluster.js';
+import { openPostgresStore } from '../../../controller/control-plane/store/postgres/open-postgres-store.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const scratch = mkdtempSync(join(tmpdir(), 'workflow-cli-'));
@@ -29,6 +31,7 @@ function controller(args: string[]) {
   const env: NodeJS.ProcessEnv = { ...process.env };
   delete env.OPENAI_API_KEY;
   delete env.OPENAI_BASE_URL;
+  delete env.DATABASE_URL;
   const child = spawn(`${root}node_modules/.bin/tsx`, [`${root}controller/control-plane-main.ts`, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let stdout = '';
   let stderr = '';
@@ -71,6 +74,13 @@ describe('npm run controller -- workflow run', () => {
     const listed = list.out().trim().split('\n').map((line) => JSON.parse(line) as { run_id: string; state: string; tasks: unknown[] });
     expect(listed).toHaveLength(1);
     expect(listed[0]).toMatchObject({ name: 'good', agent_id: 'cli-agent', state: 'succeeded', tasks: [{ id: 'a', state: 'committed' }, { id: 'b', state: 'committed' }] });
+    const show = controller(['workflow', 'show', listed[0]!.run_id, '--data-dir', join(scratch, 'data-good')]);
+    expect(await show.exited, show.err()).toBe(0);
+    const shown = JSON.parse(show.out()) as { attempts: Array<{ taskId: string; attempt: number; outcome: string; owner: string }> };
+    // Each attempt names the runner that claimed it: this `workflow run` process (host:pid:id).
+    expect(shown.attempts.map((a) => [a.taskId, a.attempt, a.outcome])).toEqual([['a', 1, 'committed'], ['b', 1, 'committed']]);
+    expect(new Set(shown.attempts.map((a) => a.owner)).size).toBe(1);
+    expect(shown.attempts[0]!.owner).toMatch(new RegExp(`^${hostname()}:\\d+:\\w+$`));
     const cancel = controller(['workflow', 'cancel', listed[0]!.run_id, '--data-dir', join(scratch, 'data-good')]);
     expect(await cancel.exited).toBe(1);
     expect(cancel.err()).toMatch(/^error: invalid_request: workflow run "[0-9a-f-]+" already succeeded; only a running workflow can be cancelled\n$/);
@@ -125,4 +135,33 @@ describe('npm run controller -- workflow run', () => {
       await server.close();
     }
   });
+});
+
+describe('the operator\'s workflow commands on PostgreSQL', requirePostgres('the workflow admin commands on PostgreSQL'), () => {
+  it('show and cancel a run in the store several controllers share, named by --database', async () => {
+    const cluster = await startPostgresCluster();
+    try {
+      const url = await cluster.createDatabase('workflow_admin');
+      const store = await openPostgresStore({ url });
+      let runId: string;
+      try {
+        const schemaObject = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] };
+        ({ runId } = await store.workflows.createRun({ agentId: 'pg-agent', maxRunningPerAgent: 5, definition: { name: 'pg', maxParallel: 1, tasks: [{ id: 'a', prompt: 'p', resultSchema: schemaObject, dependsOn: [], maxAttempts: 1 }] } }));
+        await store.workflows.claimTask({ owner: 'far-host:7:abc', leaseMs: 60_000 });
+      } finally {
+        await store.close();
+      }
+      const show = controller(['workflow', 'show', runId, '--database', url]);
+      expect(await show.exited, show.err()).toBe(0);
+      expect(JSON.parse(show.out())).toMatchObject({ run_id: runId, state: 'running', tasks: [{ id: 'a', state: 'running' }], attempts: [{ taskId: 'a', attempt: 1, owner: 'far-host:7:abc' }] });
+      const cancel = controller(['workflow', 'cancel', runId, '--database', url, '--reason', 'operator stop']);
+      expect(await cancel.exited, cancel.err()).toBe(0);
+      expect(JSON.parse(cancel.out())).toMatchObject({ state: 'cancelled', error: 'operator stop', tasks: [{ id: 'a', state: 'cancelled' }] });
+      const refused = controller(['workflow', 'list', '--database', 'mysql://nope']);
+      expect(await refused.exited).toBe(1);
+      expect(refused.err()).toMatch(/--database must be a postgres:\/\/ or postgresql:\/\/ URL/);
+    } finally {
+      await cluster.stop();
+    }
+  }, 120_000);
 });
