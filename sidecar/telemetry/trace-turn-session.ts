@@ -7,6 +7,7 @@ import type { TurnContext } from '../categories/category.js';
 import type { TurnEvent } from '../turn/turn-event.js';
 import type { TurnEventSource, TurnSession } from '../turn/turn-session.js';
 import type { TurnTelemetry } from './sidecar-telemetry.js';
+import type { TraceHeaders } from './trace-headers.js';
 
 /** The sidecar's metric instruments. */
 export interface SidecarInstruments {
@@ -44,17 +45,26 @@ const now = () => performance.timeOrigin + performance.now();
  * (only when the client was asked) and `execute TOOL`. Phases end where the session hands their
  * events to the gRPC writer. Metrics are recorded whether or not spans are exported.
  */
-export function traceTurnSession(options: { runtime: OtelRuntime; instruments: SidecarInstruments; turn: TurnContext; logger: Logger }): TurnTelemetry {
+export function traceTurnSession(options: { runtime: OtelRuntime; instruments: SidecarInstruments; turn: TurnContext; logger: Logger; parent?: TraceHeaders }): TurnTelemetry {
   const { runtime, instruments, turn } = options;
   const { tracer, tracing } = runtime;
   const kind = { kind: turn.kind };
   instruments.openTurns.add(1, kind);
+  // The client's context (the Turn stream's metadata) makes the Turn span its child; else a root.
+  const turnParent = tracing && options.parent ? runtime.extract(options.parent.traceparent, options.parent.tracestate) : undefined;
   const turnSpan = tracing
-    ? tracer.startSpan(`${RPC['rpc.service']}/Turn`, {
-        kind: SpanKind.SERVER,
-        attributes: { ...RPC, 'toolruntime.agent.id': turn.agentId, 'toolruntime.turn.id': turn.turnId, 'toolruntime.turn.kind': turn.kind },
-      })
+    ? tracer.startSpan(
+        `${RPC['rpc.service']}/Turn`,
+        {
+          kind: SpanKind.SERVER,
+          ...(turnParent ? {} : { root: true }),
+          attributes: { ...RPC, 'toolruntime.agent.id': turn.agentId, 'toolruntime.turn.id': turn.turnId, 'toolruntime.turn.kind': turn.kind },
+        },
+        turnParent,
+      )
     : undefined;
+  // A call that carries no context of its own goes under the Turn span when the turn joined a trace.
+  const turnContext = turnSpan && turnParent ? trace.setSpan(ROOT_CONTEXT, turnSpan) : undefined;
   const turnFields = turnSpan ? { trace_id: turnSpan.spanContext().traceId, span_id: turnSpan.spanContext().spanId } : undefined;
   const calls = new Map<string, CallTrace>();
   const seen = new Set<string>();
@@ -156,14 +166,14 @@ export function traceTurnSession(options: { runtime: OtelRuntime; instruments: S
 
   const startCall = (callId: string, name: string, traceparent: string, tracestate: string): CallTrace => {
     const receivedAt = now();
-    const parent = tracing ? runtime.extract(traceparent, tracestate) : undefined;
+    const parent = (tracing ? runtime.extract(traceparent, tracestate) : undefined) ?? turnContext;
     const span = turnSpan
       ? tracer.startSpan(
           `call ${name}`,
           {
             kind: SpanKind.SERVER,
             startTime: receivedAt,
-            // Without a traceparent the call is the root of its own trace (still linked to the turn).
+            // With no context of its own nor the turn's, the call is the root of a trace (linked to the turn).
             ...(parent ? {} : { root: true }),
             links: [{ context: turnSpan.spanContext() }],
             attributes: { ...RPC, 'gen_ai.tool.call.id': callId, 'toolruntime.agent.id': turn.agentId, 'toolruntime.turn.id': turn.turnId },

@@ -99,6 +99,8 @@ describe('sidecar metrics and traces', () => {
     while (!(spans().some((span) => span.name === 'call ignore_abort') && spans().some((span) => span.name.endsWith('/Turn'))) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
     const turnSpan = spans().find((span) => span.name.endsWith('/Turn'))!;
     expect(turnSpan.attributes).toMatchObject({ 'rpc.system': 'grpc', 'rpc.method': 'Turn', 'toolruntime.agent.id': 'agent-metrics' });
+    // No trace context in the Turn stream's metadata either: the Turn span is a root.
+    expect(turnSpan.parentSpanId).toBe('');
     const calls = spans().filter((span) => span.name.startsWith('call '));
     expect(calls.length).toBe(8);
     for (const call of calls) {
