@@ -1,6 +1,6 @@
 // Loaded lazily, only when telemetry is configured: one call's spans and metrics, built from the
 // times the session observed, after its result has gone to the writer.
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Link, type Span } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Link, type Span, type SpanOptions, type Tracer } from '@opentelemetry/api';
 import type { OtelRuntime } from '../../src/telemetry/start-otel.js';
 import type { CallResult } from '../turn/turn-event.js';
 import { REQUEST_LIMITS } from '../turn/bound-request.js';
@@ -63,22 +63,40 @@ function parentOf(scope: CallSpanScope, call: CallTrace): Context | undefined {
 /**
  * The call's SERVER span `call TOOL`, started at its arrival: under the client's dispatch span when
  * the call carried a `traceparent`, else under the Turn span of a joined turn, else the root of a
- * trace of its own; linked to the Turn span in every case.
+ * trace of its own; linked to the Turn span in every case. With its `result`, the span gets the
+ * result's attributes at once (no later setAttribute).
  */
-export function openCallSpan(scope: CallSpanScope, call: CallTrace, attributes: Attributes = {}): Span {
+export function openCallSpan(scope: CallSpanScope, call: CallTrace, result?: CallTrace['result']): Span {
   const parent = parentOf(scope, call);
   const validated = call.tool !== UNVALIDATED;
-  return scope.runtime.tracer.startSpan(
-    `call ${validated ? call.tool : call.requestedName}`,
-    {
-      kind: SpanKind.SERVER,
-      startTime: call.receivedAt,
-      ...(parent ? {} : { root: true }),
-      links: scope.turnLinks,
-      attributes: { ...RPC, 'gen_ai.tool.call.id': call.callId, 'toolruntime.agent.id': scope.agentId, 'toolruntime.turn.id': scope.turnId, ...(validated ? { 'gen_ai.tool.name': call.tool } : {}), ...attributes },
-    },
-    parent,
-  );
+  // One literal (no spreads): the SDK copies it twice more, and spreading built slow objects.
+  const attributes: Attributes = {
+    'rpc.system': RPC['rpc.system'],
+    'rpc.service': RPC['rpc.service'],
+    'rpc.method': RPC['rpc.method'],
+    'gen_ai.tool.call.id': call.callId,
+    'toolruntime.agent.id': scope.agentId,
+    'toolruntime.turn.id': scope.turnId,
+  };
+  if (validated) attributes['gen_ai.tool.name'] = call.tool;
+  if (result) setResultAttributes(attributes, result);
+  const options: SpanOptions = { kind: SpanKind.SERVER, startTime: call.receivedAt, links: scope.turnLinks, attributes };
+  if (!parent) options.root = true;
+  return scope.runtime.tracer.startSpan(validated ? `call ${call.tool}` : `call ${call.requestedName}`, options, parent);
+}
+
+function setResultAttributes(attributes: Attributes, result: NonNullable<CallTrace['result']>): void {
+  attributes['toolruntime.call.duration_ms'] = result.durationMs;
+  attributes['toolruntime.arguments.repairs'] = result.repairs;
+  attributes['toolruntime.terminate_turn'] = result.terminateTurn;
+  if (result.error) attributes['error.type'] = result.error.code;
+}
+
+/** One ended phase span under the call's span; `error` sets its error status. */
+function recordPhase(tracer: Tracer, context: Context, name: string, start: number, end: number, attributes: Attributes | undefined, error: { message: string } | undefined): void {
+  const child = tracer.startSpan(name, attributes ? { startTime: start, attributes } : { startTime: start }, context);
+  if (error) child.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
+  child.end(end);
 }
 
 /**
@@ -100,41 +118,28 @@ export function recordCallSpans(scope: CallSpanScope, call: CallTrace): void {
   if (!scope.runtime.tracing) return;
 
   const { tracer } = scope.runtime;
-  const resultAttributes: Attributes = {
-    'toolruntime.call.duration_ms': result.durationMs,
-    'toolruntime.arguments.repairs': result.repairs,
-    'toolruntime.terminate_turn': result.terminateTurn,
-    ...(result.error ? { 'error.type': result.error.code } : {}),
-  };
   let span = call.span;
   if (span) {
     // Made early for a log line: named before validation found the tool.
     if (call.tool !== UNVALIDATED) span.updateName(`call ${call.tool}`).setAttribute('gen_ai.tool.name', call.tool);
-    span.setAttributes(resultAttributes);
+    const attributes: Attributes = {};
+    setResultAttributes(attributes, result);
+    span.setAttributes(attributes);
   } else {
-    span = openCallSpan(scope, call, resultAttributes);
+    span = openCallSpan(scope, call, result);
   }
   const context = trace.setSpan(ROOT_CONTEXT, span);
-  const phase = (name: string, start: number, end: number, attributes?: Attributes, error?: { message: string }) => {
-    const child = tracer.startSpan(name, { startTime: start, ...(attributes ? { attributes } : {}) }, context);
-    if (error) child.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
-    child.end(end);
-  };
   const { validation } = call;
   if (validation) {
-    phase(
-      'validate_arguments',
-      validation.startedAt,
-      validation.endedAt,
-      { 'toolruntime.arguments.repairs': validation.repairs, 'toolruntime.arguments.repair_count': validation.repairs.length, 'toolruntime.arguments.valid': validation.valid, ...(validation.error ? { 'error.type': validation.error.code } : {}) },
-      validation.error,
-    );
+    const attributes: Attributes = { 'toolruntime.arguments.repairs': validation.repairs, 'toolruntime.arguments.repair_count': validation.repairs.length, 'toolruntime.arguments.valid': validation.valid };
+    if (validation.error) attributes['error.type'] = validation.error.code;
+    recordPhase(tracer, context, 'validate_arguments', validation.startedAt, validation.endedAt, attributes, validation.error);
   }
   // The phase still open when the result came carries the call's error.
-  const openAtEnd = call.executeAt ? 'execute' : call.approvalAt ? 'approval' : call.schedulingAt ? 'scheduling' : undefined;
-  if (call.schedulingAt) phase('scheduling_wait', call.schedulingAt, waitEnd, { 'toolruntime.execution_mode': call.executionMode }, openAtEnd === 'scheduling' ? result.error : undefined);
-  if (call.approvalAt) phase('approval_wait', call.approvalAt, call.executeAt || call.endedAt, undefined, openAtEnd === 'approval' ? result.error : undefined);
-  if (call.executeAt) phase(`execute ${call.tool}`, call.executeAt, call.endedAt, undefined, result.error);
-  if (result.error) span.setStatus({ code: SpanStatusCode.ERROR, message: result.error.message });
+  const { error } = result;
+  if (call.schedulingAt) recordPhase(tracer, context, 'scheduling_wait', call.schedulingAt, waitEnd, { 'toolruntime.execution_mode': call.executionMode }, call.approvalAt || call.executeAt ? undefined : error);
+  if (call.approvalAt) recordPhase(tracer, context, 'approval_wait', call.approvalAt, call.executeAt || call.endedAt, undefined, call.executeAt ? undefined : error);
+  if (call.executeAt) recordPhase(tracer, context, `execute ${call.tool}`, call.executeAt, call.endedAt, undefined, error);
+  if (error) span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
   span.end(call.endedAt);
 }

@@ -103,7 +103,9 @@ export function traceTurnSession(options: { runtime: OtelRuntime; instruments: S
       call.endedAt = now();
       calls.delete(event.callId);
       const { error, durationMs, repairs, terminateTurn } = event.result;
-      call.result = { ...(error ? { error } : {}), durationMs, repairs, terminateTurn };
+      // The few fields the spans need: the content (which can be large) is not held.
+      call.result = { durationMs, repairs, terminateTurn };
+      if (error) call.result.error = error;
       finished.push(call);
       if (!recordScheduled) {
         recordScheduled = true;
@@ -119,7 +121,8 @@ export function traceTurnSession(options: { runtime: OtelRuntime; instruments: S
     const validation = validateToolArguments(tool, argumentsJson, validateOptions);
     const endedAt = now();
     call.tool = toolKey(tool.name, tool.namespace);
-    call.validation = { startedAt, endedAt, repairs: validation.repairs, valid: validation.ok, ...(validation.ok ? {} : { error: validation.error }) };
+    call.validation = { startedAt, endedAt, repairs: validation.repairs, valid: validation.ok };
+    if (!validation.ok) call.validation.error = validation.error;
     if (validation.ok) {
       call.schedulingAt = endedAt;
       call.executionMode = tool.executionMode;
