@@ -1,7 +1,7 @@
 // Loaded lazily, only when telemetry is configured: observes a turn session from outside, so the
 // session and execute-call have no telemetry code on their hot path.
 import { ROOT_CONTEXT, SpanKind, trace, type Counter, type Histogram, type Link, type UpDownCounter } from '@opentelemetry/api';
-import { toolKey, validateToolArguments, type Logger } from '../../src/index.js';
+import { errorMessage, toolKey, validateToolArguments, type Logger } from '../../src/index.js';
 import type { OtelRuntime } from '../../src/telemetry/start-otel.js';
 import type { TurnContext } from '../categories/category.js';
 import type { TurnEvent } from '../turn/turn-event.js';
@@ -73,7 +73,14 @@ export function traceTurnSession(options: { runtime: OtelRuntime; instruments: S
     recordScheduled = false;
     const batch = finished;
     finished = [];
-    for (const call of batch) recordCallSpans(scope, call);
+    for (const call of batch) {
+      try {
+        recordCallSpans(scope, call);
+      } catch (error) {
+        // Out of any call's path now: a telemetry failure must not take the sidecar down.
+        options.logger.warn('recording a call for telemetry failed', { callId: call.callId, error: errorMessage(error) });
+      }
+    }
   };
 
   const endTurn = () => {
