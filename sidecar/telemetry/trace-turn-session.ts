@@ -62,7 +62,6 @@ export function traceTurnSession(options: { runtime: OtelRuntime; instruments: S
     turnLinks: turnSpan ? [{ context: turnSpan.spanContext() } satisfies Link] : [],
   };
   const calls = new Map<string, CallTrace>();
-  const seen = new Set<string>();
   let current: CallTrace | undefined;
   let turnEnded = false;
 
@@ -97,8 +96,10 @@ export function traceTurnSession(options: { runtime: OtelRuntime; instruments: S
       instruments.presentationEvents.add(1, { tool: call?.tool ?? UNVALIDATED });
       return;
     }
-    if (!call) {
-      // A call refused before it was traced (a duplicate id): counted, not spanned.
+    // A duplicate of a call still running shares its id: its refusal must not end that call's trace.
+    // (A validated call's own result is never `duplicate_call_id`; a call refused on arrival has
+    // its result queued before any duplicate's.)
+    if (!call || (event.type === 'result' && event.result.error?.code === 'duplicate_call_id' && call.validation)) {
       if (event.type === 'result') instruments.calls.add(1, { tool: UNVALIDATED, code: event.result.error?.code ?? 'ok' });
       return;
     }
@@ -183,8 +184,9 @@ export function traceTurnSession(options: { runtime: OtelRuntime; instruments: S
           return session.activeCalls;
         },
         call(request) {
-          if (!seen.has(request.callId)) {
-            seen.add(request.callId);
+          // Not a set of every id the turn saw (the session keeps one): a duplicate of a running
+          // call is left to `observe`; one of a finished call is traced as the refusal it gets.
+          if (!calls.has(request.callId)) {
             const call = newCallTrace(request.callId, request.name, request.traceparent ?? '', request.tracestate ?? '', now());
             calls.set(request.callId, call);
             current = call;
