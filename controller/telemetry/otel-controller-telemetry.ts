@@ -11,6 +11,7 @@ import type { ControllerTelemetry, TurnTrace } from './controller-telemetry.js';
 /** A turn's `invoke_agent` span started as its stream opened. */
 interface BegunTurn {
   span: Span;
+  agentId: string;
   context: Context;
   /** A loop (`startTurn`) took the span over and ends it. */
   taken: boolean;
@@ -72,7 +73,7 @@ export async function createOtelControllerTelemetry(config: TelemetryConfig): Pr
       if (!tracing) return undefined;
       const span = agentSpan(turnId);
       span.setAttribute('toolruntime.agent.id', agentId);
-      const state: BegunTurn = { span, context: trace.setSpan(ROOT_CONTEXT, span), taken: false, ended: false };
+      const state: BegunTurn = { span, agentId, context: trace.setSpan(ROOT_CONTEXT, span), taken: false, ended: false };
       const turnTrace: TurnTrace = {
         headers: runtime.inject(span),
         streamEnded(failure) {
@@ -100,7 +101,9 @@ export async function createOtelControllerTelemetry(config: TelemetryConfig): Pr
         opened.taken = true;
         turnSpan = opened.span;
       } else if (tracing) {
+        // A later loop on the same turn (a task's repair): a child of the first, in the turn's trace.
         turnSpan = agentSpan(turnId, opened?.context);
+        if (opened) turnSpan.setAttribute('toolruntime.agent.id', opened.agentId);
       }
       turnSpan?.setAttribute('gen_ai.request.model', described.name);
       const turnContext = turnSpan ? trace.setSpan(ROOT_CONTEXT, turnSpan) : ROOT_CONTEXT;

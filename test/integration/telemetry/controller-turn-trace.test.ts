@@ -92,7 +92,7 @@ describe("the controller's turn trace begins as the Turn stream opens", () => {
 
     const [first, second] = agents('twice').sort((a, b) => (a.parentSpanId === '' ? -1 : b.parentSpanId === '' ? 1 : 0)) as [ReceivedSpan, ReceivedSpan];
     expect(first).toMatchObject({ parentSpanId: '', attributes: expect.objectContaining({ 'toolruntime.agent.id': 'agent-t', 'gen_ai.request.model': 'noop-caller', 'toolruntime.turn.status': 'completed' }) });
-    expect(second).toMatchObject({ traceId: first.traceId, parentSpanId: first.spanId, attributes: expect.objectContaining({ 'toolruntime.turn.status': 'completed' }) });
+    expect(second).toMatchObject({ traceId: first.traceId, parentSpanId: first.spanId, attributes: expect.objectContaining({ 'toolruntime.agent.id': 'agent-t', 'toolruntime.turn.status': 'completed' }) });
     expect(sidecarTurn('twice')).toMatchObject({ traceId: first.traceId, parentSpanId: first.spanId });
     // Each loop's dispatch span is under its own invoke_agent span, and the sidecar's call span under it.
     for (const agent of [first, second]) {
