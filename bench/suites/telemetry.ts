@@ -23,17 +23,28 @@ interface Target {
   samples: number[];
 }
 
-/** RSS in MB of the sidecar's node process (tsx's child, or tsx itself when it has none). */
-function rssMb(pid: number): number {
-  let target = pid;
+/** The sidecar's node process: tsx's child, or tsx itself when it has none. */
+function nodePid(pid: number): number {
   try {
     const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
-    if (children[0]) target = Number(children[0]);
+    if (children[0]) return Number(children[0]);
   } catch {
     // no /proc children list: measure the child itself
   }
-  const status = readFileSync(`/proc/${target}/status`, 'utf8');
+  return pid;
+}
+
+/** RSS in MB of the sidecar's node process. */
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${nodePid(pid)}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN) / 1024;
+}
+
+/** CPU time (user + system) in ms the sidecar's node process has used, from /proc (clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${nodePid(pid)}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 async function openTarget(workspace: string, env: NodeJS.ProcessEnv, traced: boolean): Promise<Target> {
@@ -86,6 +97,8 @@ export async function run(): Promise<BenchRow[]> {
   try {
     let next = 0;
     for (const target of Object.values(targets)) for (let index = 0; index < WARM_UP; index++) await target.send(next++);
+    // CPU over the measured rounds: what a call costs the sidecar, whether or not it is on the call's path.
+    const cpuBefore = Object.fromEntries(Object.entries(targets).map(([name, target]) => [name, cpuMs(target.sidecar.child.pid!)]));
     for (let round = 0; round < ROUNDS; round++) {
       for (const target of Object.values(targets)) {
         for (let index = 0; index < PER_ROUND; index++) {
@@ -95,12 +108,17 @@ export async function run(): Promise<BenchRow[]> {
         }
       }
     }
+    // Let the traced sidecar's batch processor export what the rounds left queued (OTEL_BSP_SCHEDULE_DELAY 500 ms).
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const cpuPerCall = Object.fromEntries(Object.entries(targets).map(([name, target]) => [name, ((cpuMs(target.sidecar.child.pid!) - cpuBefore[name]!) * 1000) / (ROUNDS * PER_ROUND)])) as Record<keyof typeof targets, number>;
     const p50 = (target: Target) => quantile(target.samples, 0.5);
     const rss = Object.fromEntries(Object.entries(targets).map(([name, target]) => [name, rssMb(target.sidecar.child.pid!)])) as Record<keyof typeof targets, number>;
     const calls = WARM_UP + ROUNDS * PER_ROUND;
     return [
       { suite: 'telemetry', name: 'no-op round trip, telemetry off', value: p50(targets.off), unit: 'µs p50', reference: 'a second sidecar, off', ratio: p50(targets.off) / p50(targets.offAgain), note: 'A/A: the noise between two equal sidecars' },
       { suite: 'telemetry', name: 'no-op round trip, tracing on (OTLP sink)', value: p50(targets.on), unit: 'µs p50', reference: 'telemetry off', ratio: p50(targets.on) / p50(targets.off), note: `4 spans a call + metrics, exported to a loopback OTLP/JSON sink (${Math.round(sink.bytes / 1e6)} MB received)` },
+      { suite: 'telemetry', name: 'sidecar CPU per no-op call, telemetry off', value: cpuPerCall.off, unit: 'µs', reference: 'a second sidecar, off', ratio: cpuPerCall.off / cpuPerCall.offAgain, note: `user + system over ${ROUNDS * PER_ROUND} calls (10 ms ticks)` },
+      { suite: 'telemetry', name: 'sidecar CPU per no-op call, tracing on', value: cpuPerCall.on, unit: 'µs', reference: 'telemetry off', ratio: cpuPerCall.on / cpuPerCall.off, note: 'spans, metrics and the export included, on the call path or not' },
       { suite: 'telemetry', name: `sidecar RSS after ${calls} calls, off`, value: rss.off, unit: 'MB', reference: 'a second sidecar, off', ratio: rss.off / rss.offAgain, note: 'no OpenTelemetry module loaded' },
       { suite: 'telemetry', name: `sidecar RSS after ${calls} calls, tracing on`, value: rss.on, unit: 'MB', reference: 'telemetry off', ratio: rss.on / rss.off, note: 'the SDK, exporters and batch queue' },
     ];

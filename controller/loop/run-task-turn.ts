@@ -67,6 +67,9 @@ export async function runTaskTurn(options: RunTaskTurnOptions): Promise<TaskTurn
     get failure() {
       return options.turn.failure;
     },
+    get trace() {
+      return options.turn.trace;
+    },
     call(request: CallRequest, callOptions?: { signal?: AbortSignal }): CallHandle {
       const handle = options.turn.call(request, callOptions);
       if (request.name === SUBMIT_RESULT_TOOL && !request.namespace) void handle.result.then(watch);

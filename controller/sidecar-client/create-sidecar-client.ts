@@ -1,5 +1,6 @@
 import { credentials, Metadata, type ChannelCredentials } from '@grpc/grpc-js';
 import { ToolSidecarServiceClient } from '../../src/gen/toolruntime/v1/sidecar.js';
+import { controllerTelemetry, type TurnTrace } from '../telemetry/controller-telemetry.js';
 import { SidecarTurn, type OpenTurnOptions } from './sidecar-turn.js';
 import type { TurnContextInput } from './sidecar-types.js';
 
@@ -42,15 +43,33 @@ export function createSidecarClient(options: SidecarClientOptions): SidecarClien
     'grpc.max_receive_message_length': maxBytes,
     'grpc.max_send_message_length': maxBytes,
   });
-  const metadata = () => {
+  const metadata = (trace: TurnTrace | undefined) => {
     const value = new Metadata();
     if (options.token) value.set('authorization', `Bearer ${options.token}`);
+    // W3C trace context of the turn's invoke_agent span: the sidecar's Turn span goes under it.
+    if (trace?.headers.traceparent) {
+      value.set('traceparent', trace.headers.traceparent);
+      if (trace.headers.tracestate) value.set('tracestate', trace.headers.tracestate);
+    }
     return value;
   };
   return {
     openTurn(context, turnOptions = {}) {
-      const stream = client.turn(metadata());
-      return SidecarTurn.open(stream, context, { maxMessageBytes: maxBytes, ...turnOptions });
+      const trace = controllerTelemetry()?.beginTurn(context);
+      const stream = client.turn(metadata(trace));
+      const opening = SidecarTurn.open(stream, context, { maxMessageBytes: maxBytes, ...turnOptions });
+      if (!trace) return opening;
+      return opening.then(
+        (turn) => {
+          turn.trace = trace;
+          void turn.ended.then(() => trace.streamEnded(turn.failure));
+          return turn;
+        },
+        (error: unknown) => {
+          trace.streamEnded(error instanceof Error ? error : new Error(String(error)));
+          throw error;
+        },
+      );
     },
     close() {
       client.close();

@@ -18,6 +18,8 @@ import {
 } from './sidecar-types.js';
 import { turnContextToProto } from './from-proto.js';
 
+import type { TurnTrace } from '../telemetry/controller-telemetry.js';
+
 type TurnStream = ClientDuplexStream<TurnRequest, TurnResponse>;
 
 /** Bounds of a turn's waits. */
@@ -63,6 +65,8 @@ export class SidecarTurn implements ToolTurn {
   /** How many calls the sidecar accepts in flight on this turn (its tool set says; 256 when it does not). */
   maxCallsInFlight = DEFAULT_MAX_CALLS_IN_FLIGHT;
   failure: Error | undefined;
+  /** The turn's trace, begun when its stream opened (set by the client, only with tracing on). */
+  trace: TurnTrace | undefined;
   /** Resolves when the stream has ended, however it ended. */
   readonly ended: Promise<void>;
   private readonly stream: TurnStream;

@@ -2,6 +2,7 @@
  * The sidecar client's domain types: what the proto carries, decoded into plain objects
  * (`parameters` parsed, enums as strings, JSON payloads parsed).
  */
+import type { TurnTrace } from '../telemetry/controller-telemetry.js';
 import type { JSONObject } from '../../src/index.js';
 import type { ControlReply, ControlRequest } from '../../src/gen/toolruntime/v1/control_plane.js';
 
@@ -164,6 +165,8 @@ export interface ToolTurn {
   readonly failure: Error | undefined;
   /** How many calls the sidecar accepts in flight; a client queues beyond it (absent: no limit known). */
   readonly maxCallsInFlight?: number;
+  /** The turn's trace, begun when its stream opened (only with tracing on). */
+  readonly trace?: TurnTrace;
 }
 
 /** A result for a call that never reached (or never came back from) the sidecar. */

@@ -1,12 +1,22 @@
 // Loaded lazily, only when telemetry is configured: the controller's spans and instruments.
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
 import { errorMessage, isToolRuntimeError } from '../../src/index.js';
 import { SECONDS_BUCKETS } from '../../src/telemetry/seconds-buckets.js';
 import { startOtel } from '../../src/telemetry/start-otel.js';
 import type { TelemetryConfig } from '../../src/telemetry/telemetry-config.js';
 import type { ModelResponse, ResponsesModel } from '../model/responses-model.js';
 import type { ToolTurn } from '../sidecar-client/sidecar-types.js';
-import type { ControllerTelemetry } from './controller-telemetry.js';
+import type { ControllerTelemetry, TurnTrace } from './controller-telemetry.js';
+
+/** A turn's `invoke_agent` span started as its stream opened. */
+interface BegunTurn {
+  span: Span;
+  agentId: string;
+  context: Context;
+  /** A loop (`startTurn`) took the span over and ends it. */
+  taken: boolean;
+  ended: boolean;
+}
 
 const RPC = { 'rpc.system': 'grpc', 'rpc.service': 'toolruntime.v1.ToolSidecarService', 'rpc.method': 'Turn' } as const;
 
@@ -51,18 +61,51 @@ export async function createOtelControllerTelemetry(config: TelemetryConfig): Pr
   const dispatchedCalls = meter.createCounter('toolruntime.dispatched_calls', { description: 'Calls the controller sent to the sidecar, by tool and result code', unit: '{call}' });
   const openTurns = meter.createUpDownCounter('toolruntime.turns.open', { description: 'Turns this controller is running', unit: '{turn}' });
 
+  const agentSpan = (turnId: string, parent?: Context) =>
+    tracer.startSpan('invoke_agent tools-runtime', { attributes: { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': 'tools-runtime', 'toolruntime.turn.id': turnId } }, parent ?? ROOT_CONTEXT);
+  /** The span of a turn `beginTurn` started, for `startTurn` to take over (or start the next in its trace). */
+  const begun = new WeakMap<TurnTrace, BegunTurn>();
+
   return {
     ...(runtime.metricsUrl ? { metricsUrl: runtime.metricsUrl } : {}),
     shutdown: () => runtime.shutdown(),
+    beginTurn({ agentId, turnId }) {
+      if (!tracing) return undefined;
+      const span = agentSpan(turnId);
+      span.setAttribute('toolruntime.agent.id', agentId);
+      const state: BegunTurn = { span, agentId, context: trace.setSpan(ROOT_CONTEXT, span), taken: false, ended: false };
+      const turnTrace: TurnTrace = {
+        headers: runtime.inject(span),
+        streamEnded(failure) {
+          // A loop that took the span over ends it; else the stream's end is the turn's end.
+          if (state.taken || state.ended) return;
+          state.ended = true;
+          if (failure) {
+            span.setAttribute('error.type', isToolRuntimeError(failure) ? failure.code : 'sidecar_unavailable');
+            span.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(failure) });
+          }
+          span.end();
+        },
+      };
+      begun.set(turnTrace, state);
+      return turnTrace;
+    },
     startTurn({ turnId, model, turn }) {
       const described = describeModel(model);
       const modelAttributes = { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': described.name };
       openTurns.add(1);
-      const turnSpan = tracing
-        ? tracer.startSpan('invoke_agent tools-runtime', {
-            attributes: { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': 'tools-runtime', 'gen_ai.request.model': described.name, 'toolruntime.turn.id': turnId },
-          })
-        : undefined;
+      const opened = turn.trace ? begun.get(turn.trace) : undefined;
+      let turnSpan: Span | undefined;
+      if (opened && !opened.taken && !opened.ended) {
+        // The span the stream's opening started, whose context the sidecar's Turn span is under.
+        opened.taken = true;
+        turnSpan = opened.span;
+      } else if (tracing) {
+        // A later loop on the same turn (a task's repair): a child of the first, in the turn's trace.
+        turnSpan = agentSpan(turnId, opened?.context);
+        if (opened) turnSpan.setAttribute('toolruntime.agent.id', opened.agentId);
+      }
+      turnSpan?.setAttribute('gen_ai.request.model', described.name);
       const turnContext = turnSpan ? trace.setSpan(ROOT_CONTEXT, turnSpan) : ROOT_CONTEXT;
       let ended = false;
 
@@ -124,12 +167,21 @@ export async function createOtelControllerTelemetry(config: TelemetryConfig): Pr
         },
         call(request, options) {
           const tool = request.namespace ? `${request.namespace}.${request.name}` : request.name;
+          // One literal: spreading RPC into it per call cost more than the span did on the sidecar.
           const span = turnSpan
             ? tracer.startSpan(
                 `execute_tool ${tool}`,
                 {
                   kind: SpanKind.CLIENT,
-                  attributes: { ...RPC, 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': tool, 'gen_ai.tool.call.id': request.callId, 'gen_ai.tool.type': 'function' },
+                  attributes: {
+                    'rpc.system': RPC['rpc.system'],
+                    'rpc.service': RPC['rpc.service'],
+                    'rpc.method': RPC['rpc.method'],
+                    'gen_ai.operation.name': 'execute_tool',
+                    'gen_ai.tool.name': tool,
+                    'gen_ai.tool.call.id': request.callId,
+                    'gen_ai.tool.type': 'function',
+                  },
                 },
                 turnContext,
               )

@@ -13,6 +13,7 @@ import { createClientRequests, type ControlChannel } from '../turn/client-reques
 import { createTurnSession } from '../turn/turn-session.js';
 import { checkTurnContext } from './check-turn-request.js';
 import type { SidecarTelemetry } from '../telemetry/sidecar-telemetry.js';
+import { readTraceHeaders, type TraceHeaders } from '../telemetry/trace-headers.js';
 import { toGrpcStatus } from './grpc-status.js';
 import { toDomainTurnContext, toToolDefinition } from './proto-mapping.js';
 import { handleTurn, type OpenedTurn, type TurnHandle } from './turn-handler.js';
@@ -38,12 +39,12 @@ export function createSidecarService(options: { catalogs: Catalogs; config: Side
     return { assembled, definitions: collectToolSchemas(assembled.tools).map(toToolDefinition) };
   };
 
-  const open = async (turn: TurnContext, signal: AbortSignal): Promise<OpenedTurn> => {
+  const open = async (turn: TurnContext, signal: AbortSignal, traceHeaders?: TraceHeaders): Promise<OpenedTurn> => {
     const clientRequests = createClientRequests({ limits: config.limits });
     const { assembled, definitions } = await assemble(turn, signal, clientRequests.channel);
     const logFields = { agentId: turn.agentId, turnId: turn.turnId, ...turn.labels };
     logger.info('turn opened', { ...logFields, kind: turn.kind, tools: assembled.tools.length });
-    const traced = telemetry?.openTurn(turn, logger);
+    const traced = telemetry?.openTurn(turn, logger, traceHeaders);
     const session = createTurnSession({
       tools: assembled.tools,
       limits: config.limits,
@@ -76,7 +77,9 @@ export function createSidecarService(options: { catalogs: Catalogs; config: Side
       );
     },
     turn(stream: ServerDuplexStream<TurnRequest, TurnResponse>) {
-      const handle = handleTurn(stream, { open, logger });
+      // With telemetry on, the client's trace context (gRPC metadata) parents the sidecar's Turn span.
+      const traceHeaders = telemetry ? readTraceHeaders(stream.metadata) : undefined;
+      const handle = handleTurn(stream, { open: traceHeaders ? (turn, signal) => open(turn, signal, traceHeaders) : open, logger });
       turns.add(handle);
       void handle.closed.then(() => turns.delete(handle));
     },

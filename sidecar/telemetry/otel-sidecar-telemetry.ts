@@ -33,7 +33,7 @@ export async function createOtelSidecarTelemetry(config: TelemetryConfig): Promi
   };
   return {
     ...(runtime.metricsUrl ? { metricsUrl: runtime.metricsUrl } : {}),
-    openTurn: (turn, logger) => traceTurnSession({ runtime, instruments, turn, logger }),
+    openTurn: (turn, logger, parent) => traceTurnSession({ runtime, instruments, turn, logger, ...(parent ? { parent } : {}) }),
     shutdown: () => runtime.shutdown(),
   };
 }

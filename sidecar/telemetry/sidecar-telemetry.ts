@@ -4,11 +4,15 @@ import type { Logger, validateToolArguments } from '../../src/index.js';
 import { readTelemetryConfig } from '../../src/telemetry/telemetry-config.js';
 import type { TurnContext } from '../categories/category.js';
 import type { TurnSession } from '../turn/turn-session.js';
+import type { TraceHeaders } from './trace-headers.js';
 
 /** The sidecar's traces and metrics; absent when telemetry is off (then nothing is measured). */
 export interface SidecarTelemetry {
-  /** Starts one turn's telemetry, when the turn opens. */
-  openTurn(turn: TurnContext, logger: Logger): TurnTelemetry;
+  /**
+   * Starts one turn's telemetry, when the turn opens. With `parent` (the W3C trace context of the
+   * Turn stream's metadata) the Turn span is its child; without, the root of a trace of its own.
+   */
+  openTurn(turn: TurnContext, logger: Logger, parent?: TraceHeaders): TurnTelemetry;
   /** `http://HOST:PORT/metrics` when `--metrics-listen` serves Prometheus. */
   readonly metricsUrl?: string;
   /** Flushes spans and metrics and stops the exporters (bounded: 5 s). Never rejects. */

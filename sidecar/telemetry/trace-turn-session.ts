@@ -1,12 +1,14 @@
 // Loaded lazily, only when telemetry is configured: observes a turn session from outside, so the
 // session and execute-call have no telemetry code on their hot path.
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Counter, type Histogram, type Span, type UpDownCounter } from '@opentelemetry/api';
-import { toolKey, validateToolArguments, type Logger } from '../../src/index.js';
+import { ROOT_CONTEXT, SpanKind, trace, type Counter, type Histogram, type Link, type UpDownCounter } from '@opentelemetry/api';
+import { errorMessage, toolKey, validateToolArguments, type Logger } from '../../src/index.js';
 import type { OtelRuntime } from '../../src/telemetry/start-otel.js';
 import type { TurnContext } from '../categories/category.js';
 import type { TurnEvent } from '../turn/turn-event.js';
 import type { TurnEventSource, TurnSession } from '../turn/turn-session.js';
+import { newCallTrace, openCallSpan, recordCallSpans, RPC, UNVALIDATED, type CallSpanScope, type CallTrace } from './record-call-spans.js';
 import type { TurnTelemetry } from './sidecar-telemetry.js';
+import type { TraceHeaders } from './trace-headers.js';
 
 /** The sidecar's metric instruments. */
 export interface SidecarInstruments {
@@ -17,62 +19,75 @@ export interface SidecarInstruments {
   openTurns: UpDownCounter;
 }
 
-const RPC = { 'rpc.system': 'grpc', 'rpc.service': 'toolruntime.v1.ToolSidecarService', 'rpc.method': 'Turn' } as const;
-/** The tool label of a call that never reached validation: the name is the model's, unbounded. */
-const UNVALIDATED = '-';
-
-/** One call's spans and times, from `call` to its result. */
-interface CallTrace {
-  tool: string;
-  receivedAt: number;
-  span: Span | undefined;
-  /** The open phase span: `scheduling_wait`, `approval_wait` or `execute`. */
-  phase: Span | undefined;
-  phaseName: 'validating' | 'scheduling' | 'approval' | 'execute';
-  waitStartedAt: number;
-  context: Context | undefined;
-  logFields: { trace_id: string; span_id: string } | undefined;
-}
-
 const now = () => performance.timeOrigin + performance.now();
 
 /**
  * Traces one turn: a SERVER span `toolruntime.v1.ToolSidecarService/Turn` (rpc.* attributes) for the
- * stream, and per call a SERVER span `call TOOL` whose parent is the controller's dispatch span when
- * the call carried a `traceparent` (else it starts a trace of its own), linked to the turn's span,
- * with children `validate_arguments` (the repair steps taken), `scheduling_wait`, `approval_wait`
- * (only when the client was asked) and `execute TOOL`. Phases end where the session hands their
- * events to the gRPC writer. Metrics are recorded whether or not spans are exported.
+ * stream, the child of the client's span when the stream's metadata carried a `traceparent` (else a
+ * root); and per call a SERVER span `call TOOL` with children `validate_arguments` (the repair steps
+ * taken), `scheduling_wait`, `approval_wait` (only when the client was asked) and `execute TOOL` (see
+ * `recordCallSpans`). Phases end where the session hands their events to the gRPC writer.
+ *
+ * On a call's path only clock reads are taken: its spans and metrics are made from those times once
+ * its result has been handed to the writer (on the next turn of the event loop, or when the turn
+ * ends), so they cost the call's round trip nothing. A log line of a running call makes its span at
+ * once, for the ids. Metrics are recorded whether or not spans are exported.
  */
-export function traceTurnSession(options: { runtime: OtelRuntime; instruments: SidecarInstruments; turn: TurnContext; logger: Logger }): TurnTelemetry {
+export function traceTurnSession(options: { runtime: OtelRuntime; instruments: SidecarInstruments; turn: TurnContext; logger: Logger; parent?: TraceHeaders }): TurnTelemetry {
   const { runtime, instruments, turn } = options;
   const { tracer, tracing } = runtime;
   const kind = { kind: turn.kind };
   instruments.openTurns.add(1, kind);
+  // The client's context (the Turn stream's metadata) makes the Turn span its child; else a root.
+  const turnParent = tracing && options.parent ? runtime.extract(options.parent.traceparent, options.parent.tracestate) : undefined;
   const turnSpan = tracing
-    ? tracer.startSpan(`${RPC['rpc.service']}/Turn`, {
-        kind: SpanKind.SERVER,
-        attributes: { ...RPC, 'toolruntime.agent.id': turn.agentId, 'toolruntime.turn.id': turn.turnId, 'toolruntime.turn.kind': turn.kind },
-      })
+    ? tracer.startSpan(
+        `${RPC['rpc.service']}/Turn`,
+        {
+          kind: SpanKind.SERVER,
+          ...(turnParent ? {} : { root: true }),
+          attributes: { ...RPC, 'toolruntime.agent.id': turn.agentId, 'toolruntime.turn.id': turn.turnId, 'toolruntime.turn.kind': turn.kind },
+        },
+        turnParent,
+      )
     : undefined;
   const turnFields = turnSpan ? { trace_id: turnSpan.spanContext().traceId, span_id: turnSpan.spanContext().spanId } : undefined;
+  const scope: CallSpanScope = {
+    runtime,
+    instruments,
+    agentId: turn.agentId,
+    turnId: turn.turnId,
+    // A call that carries no context of its own goes under the Turn span when the turn joined a trace.
+    turnContext: turnSpan && turnParent ? trace.setSpan(ROOT_CONTEXT, turnSpan) : undefined,
+    turnLinks: turnSpan ? [{ context: turnSpan.spanContext() } satisfies Link] : [],
+  };
   const calls = new Map<string, CallTrace>();
-  const seen = new Set<string>();
   let current: CallTrace | undefined;
   let turnEnded = false;
+
+  // Calls whose result went to the writer, recorded together after it wrote them.
+  let finished: CallTrace[] = [];
+  let recordScheduled = false;
+  const recordFinished = () => {
+    recordScheduled = false;
+    const batch = finished;
+    finished = [];
+    for (const call of batch) {
+      try {
+        recordCallSpans(scope, call);
+      } catch (error) {
+        // Out of any call's path now: a telemetry failure must not take the sidecar down.
+        options.logger.warn('recording a call for telemetry failed', { callId: call.callId, error: errorMessage(error) });
+      }
+    }
+  };
 
   const endTurn = () => {
     if (turnEnded) return;
     turnEnded = true;
+    recordFinished();
     instruments.openTurns.add(-1, kind);
     turnSpan?.end();
-  };
-  const startPhase = (call: CallTrace, name: string, at: number, attributes: Record<string, string> = {}) => {
-    call.phase?.end(at);
-    call.phase = call.span ? tracer.startSpan(name, { startTime: at, attributes }, call.context) : undefined;
-  };
-  const endWait = (call: CallTrace, at: number) => {
-    if (call.phaseName === 'scheduling') instruments.schedulingWait.record((at - call.waitStartedAt) / 1000, { tool: call.tool });
   };
 
   const observe = (event: TurnEvent) => {
@@ -81,37 +96,28 @@ export function traceTurnSession(options: { runtime: OtelRuntime; instruments: S
       instruments.presentationEvents.add(1, { tool: call?.tool ?? UNVALIDATED });
       return;
     }
-    if (!call) {
-      // A call refused before it was traced (a duplicate id): counted, not spanned.
+    // A duplicate of a call still running shares its id: its refusal must not end that call's trace.
+    // (A validated call's own result is never `duplicate_call_id`; a call refused on arrival has
+    // its result queued before any duplicate's.)
+    if (!call || (event.type === 'result' && event.result.error?.code === 'duplicate_call_id' && call.validation)) {
       if (event.type === 'result') instruments.calls.add(1, { tool: UNVALIDATED, code: event.result.error?.code ?? 'ok' });
       return;
     }
-    const at = now();
     if (event.type === 'client-request') {
-      if (event.request.kind !== 'approval' || call.phaseName !== 'scheduling') return;
-      endWait(call, at);
-      call.phaseName = 'approval';
-      startPhase(call, 'approval_wait', at);
+      if (event.request.kind === 'approval' && call.schedulingAt && !call.approvalAt && !call.executeAt) call.approvalAt = now();
     } else if (event.type === 'activity-started') {
-      endWait(call, at);
-      call.phaseName = 'execute';
-      startPhase(call, `execute ${call.tool}`, at);
+      call.executeAt = now();
     } else if (event.type === 'result') {
+      call.endedAt = now();
       calls.delete(event.callId);
-      if (call.phaseName !== 'execute') endWait(call, at);
-      const { result } = event;
-      const code = result.error?.code ?? 'ok';
-      if (result.error && call.phase) call.phase.setStatus({ code: SpanStatusCode.ERROR, message: result.error.message });
-      call.phase?.end(at);
-      instruments.calls.add(1, { tool: call.tool, code });
-      instruments.callDuration.record((at - call.receivedAt) / 1000, { tool: call.tool, code });
-      if (call.span) {
-        call.span.setAttributes({ 'toolruntime.call.duration_ms': result.durationMs, 'toolruntime.arguments.repairs': result.repairs, 'toolruntime.terminate_turn': result.terminateTurn });
-        if (result.error) {
-          call.span.setAttribute('error.type', result.error.code);
-          call.span.setStatus({ code: SpanStatusCode.ERROR, message: result.error.message });
-        }
-        call.span.end(at);
+      const { error, durationMs, repairs, terminateTurn } = event.result;
+      // The few fields the spans need: the content (which can be large) is not held.
+      call.result = { durationMs, repairs, terminateTurn };
+      if (error) call.result.error = error;
+      finished.push(call);
+      if (!recordScheduled) {
+        recordScheduled = true;
+        setImmediate(recordFinished);
       }
     }
   };
@@ -119,31 +125,24 @@ export function traceTurnSession(options: { runtime: OtelRuntime; instruments: S
   const validateArguments: typeof validateToolArguments = (tool, argumentsJson, validateOptions) => {
     const call = current;
     if (!call) return validateToolArguments(tool, argumentsJson, validateOptions);
-    const started = now();
+    const startedAt = now();
     const validation = validateToolArguments(tool, argumentsJson, validateOptions);
-    const ended = now();
+    const endedAt = now();
     call.tool = toolKey(tool.name, tool.namespace);
-    if (call.span) {
-      call.span.updateName(`call ${call.tool}`);
-      call.span.setAttribute('gen_ai.tool.name', call.tool);
-      const span = tracer.startSpan('validate_arguments', { startTime: started, attributes: { 'toolruntime.arguments.repairs': validation.repairs.map(String), 'toolruntime.arguments.repair_count': validation.repairs.length, 'toolruntime.arguments.valid': validation.ok } }, call.context);
-      if (!validation.ok) {
-        span.setAttribute('error.type', validation.error.code);
-        span.setStatus({ code: SpanStatusCode.ERROR, message: validation.error.message });
-      }
-      span.end(ended);
-    }
+    call.validation = { startedAt, endedAt, repairs: validation.repairs, valid: validation.ok };
+    if (!validation.ok) call.validation.error = validation.error;
     if (validation.ok) {
-      call.phaseName = 'scheduling';
-      call.waitStartedAt = ended;
-      startPhase(call, 'scheduling_wait', ended, { 'toolruntime.execution_mode': tool.executionMode });
+      call.schedulingAt = endedAt;
+      call.executionMode = tool.executionMode;
     }
     return validation;
   };
 
   const withTrace = (fields: Record<string, unknown> | undefined): Record<string, unknown> | undefined => {
     const callId = fields?.callId;
-    const ids = (typeof callId === 'string' ? calls.get(callId)?.logFields : undefined) ?? turnFields;
+    const call = typeof callId === 'string' && turnSpan ? calls.get(callId) : undefined;
+    if (call && !call.span) call.span = openCallSpan(scope, call);
+    const ids = call?.span ? { trace_id: call.span.spanContext().traceId, span_id: call.span.spanContext().spanId } : turnFields;
     return ids ? { ...fields, ...ids } : fields;
   };
   const base = options.logger;
@@ -152,36 +151,6 @@ export function traceTurnSession(options: { runtime: OtelRuntime; instruments: S
     info: (message, fields) => base.info(message, withTrace(fields)),
     warn: (message, fields) => base.warn(message, withTrace(fields)),
     error: (message, fields) => base.error(message, withTrace(fields)),
-  };
-
-  const startCall = (callId: string, name: string, traceparent: string, tracestate: string): CallTrace => {
-    const receivedAt = now();
-    const parent = tracing ? runtime.extract(traceparent, tracestate) : undefined;
-    const span = turnSpan
-      ? tracer.startSpan(
-          `call ${name}`,
-          {
-            kind: SpanKind.SERVER,
-            startTime: receivedAt,
-            // Without a traceparent the call is the root of its own trace (still linked to the turn).
-            ...(parent ? {} : { root: true }),
-            links: [{ context: turnSpan.spanContext() }],
-            attributes: { ...RPC, 'gen_ai.tool.call.id': callId, 'toolruntime.agent.id': turn.agentId, 'toolruntime.turn.id': turn.turnId },
-          },
-          parent,
-        )
-      : undefined;
-    const context = span ? trace.setSpan(ROOT_CONTEXT, span) : undefined;
-    return {
-      tool: UNVALIDATED,
-      receivedAt,
-      span,
-      phase: undefined,
-      phaseName: 'validating',
-      waitStartedAt: receivedAt,
-      context,
-      logFields: span ? { trace_id: span.spanContext().traceId, span_id: span.spanContext().spanId } : undefined,
-    };
   };
 
   return {
@@ -216,9 +185,10 @@ export function traceTurnSession(options: { runtime: OtelRuntime; instruments: S
           return session.activeCalls;
         },
         call(request) {
-          if (!seen.has(request.callId)) {
-            seen.add(request.callId);
-            const call = startCall(request.callId, request.name, request.traceparent ?? '', request.tracestate ?? '');
+          // Not a set of every id the turn saw (the session keeps one): a duplicate of a running
+          // call is left to `observe`; one of a finished call is traced as the refusal it gets.
+          if (!calls.has(request.callId)) {
+            const call = newCallTrace(request.callId, request.name, request.traceparent ?? '', request.tracestate ?? '', now());
             calls.set(request.callId, call);
             current = call;
           }

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import {
   ROOT_CONTEXT,
   defaultTextMapGetter,
-  defaultTextMapSetter,
+  isSpanContextValid,
   trace,
   type Context,
   type Meter,
@@ -112,9 +112,10 @@ export async function startOtel(config: TelemetryConfig): Promise<OtelRuntime> {
       return trace.getSpanContext(context) ? context : undefined;
     },
     inject(span) {
-      const carrier: Record<string, string> = {};
-      propagator.inject(trace.setSpan(ROOT_CONTEXT, span), carrier, defaultTextMapSetter);
-      return { traceparent: carrier.traceparent ?? '', tracestate: carrier.tracestate ?? '' };
+      // The propagator's format, without the context and carrier it would build for every call.
+      const { traceId, spanId, traceFlags, traceState } = span.spanContext();
+      if (!isSpanContextValid(span.spanContext())) return { traceparent: '', tracestate: '' };
+      return { traceparent: `00-${traceId}-${spanId}-${(traceFlags & 0xff).toString(16).padStart(2, '0')}`, tracestate: traceState?.serialize() ?? '' };
     },
     async shutdown(timeoutMs = 5_000) {
       let timer: NodeJS.Timeout | undefined;

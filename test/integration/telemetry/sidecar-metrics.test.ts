@@ -76,6 +76,14 @@ describe('sidecar metrics and traces', () => {
       expect((await turn.call('x1', 'no_such_tool', {})).error?.code).toBe('unknown_tool');
       // Runs past its deadline and ignores the abort: the sidecar logs a warning for this call.
       expect((await turn.call('slow', 'ignore_abort', { ms: 1_500 }, { deadlineMs: 200 })).error?.code).toBe('timeout');
+      // A duplicate of a running call: refused, and the running call's trace and count stay its own.
+      void turn.call('d1', 'sleep', { ms: 300 });
+      turn.stream.write({ request: { $case: 'call', value: { callId: 'd1', name: 'noop', namespace: '', argumentsJson: '{}', deadlineMs: 0, traceparent: '', tracestate: '' } } });
+      const resultsOf = (callId: string) => turn.responses.filter((response) => response.callId === callId && response.event?.$case === 'result');
+      const waitUntil = Date.now() + 20_000;
+      while (resultsOf('d1').length < 2 && Date.now() < waitUntil) await new Promise((resolve) => setTimeout(resolve, 50));
+      const codes = resultsOf('d1').map((response) => (response.event?.$case === 'result' ? (response.event.value.error?.code ?? 'ok') : ''));
+      expect(codes).toEqual(['duplicate_call_id', 'ok']);
 
       const during = await scrape(url);
       const moved = (name: string, labels: Record<string, string>) => valueOf(during, name, labels) - valueOf(before, name, labels);
@@ -83,6 +91,8 @@ describe('sidecar metrics and traces', () => {
       expect(moved('toolruntime_calls_total', { tool: 'throw', code: 'tool_failed' })).toBe(1);
       expect(moved('toolruntime_calls_total', { tool: '-', code: 'unknown_tool' })).toBe(1);
       expect(moved('toolruntime_calls_total', { tool: 'ignore_abort', code: 'timeout' })).toBe(1);
+      expect(moved('toolruntime_calls_total', { tool: '-', code: 'duplicate_call_id' })).toBe(1);
+      expect(moved('toolruntime_calls_total', { tool: 'sleep', code: 'ok' })).toBe(1);
       expect(moved('toolruntime_presentation_events_total', { tool: 'emit' })).toBe(4);
       expect(moved('toolruntime_call_duration_count', { tool: 'noop' })).toBe(3);
       expect(moved('toolruntime_call_scheduling_wait_count', { tool: 'noop' })).toBe(3);
@@ -96,16 +106,21 @@ describe('sidecar metrics and traces', () => {
     // A client that sends no traceparent: each call is the root of its own trace, linked to the turn.
     const spans = () => otlp.spans.filter((span) => span.service === 'sidecar-under-test');
     const deadline = Date.now() + 20_000;
-    while (!(spans().some((span) => span.name === 'call ignore_abort') && spans().some((span) => span.name.endsWith('/Turn'))) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    while (!(spans().some((span) => span.name === 'call ignore_abort') && spans().some((span) => span.name === 'call sleep') && spans().some((span) => span.name.endsWith('/Turn'))) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
     const turnSpan = spans().find((span) => span.name.endsWith('/Turn'))!;
     expect(turnSpan.attributes).toMatchObject({ 'rpc.system': 'grpc', 'rpc.method': 'Turn', 'toolruntime.agent.id': 'agent-metrics' });
+    // No trace context in the Turn stream's metadata either: the Turn span is a root.
+    expect(turnSpan.parentSpanId).toBe('');
     const calls = spans().filter((span) => span.name.startsWith('call '));
-    expect(calls.length).toBe(8);
+    expect(calls.length).toBe(9);
     for (const call of calls) {
       expect(call.parentSpanId).toBe('');
       expect(call.links).toContainEqual({ traceId: turnSpan.traceId, spanId: turnSpan.spanId });
     }
-    expect(new Set(calls.map((call) => call.traceId)).size).toBe(8);
+    expect(new Set(calls.map((call) => call.traceId)).size).toBe(9);
+    const slept = calls.find((call) => call.attributes['gen_ai.tool.call.id'] === 'd1')!;
+    expect(slept).toMatchObject({ name: 'call sleep', status: 0 });
+    expect(spans().filter((span) => span.parentSpanId === slept.spanId).map((span) => span.name).sort()).toEqual(['execute sleep', 'scheduling_wait', 'validate_arguments']);
     const echo = calls.find((call) => call.attributes['gen_ai.tool.call.id'] === 'r1')!;
     const validation = spans().find((span) => span.parentSpanId === echo.spanId && span.name === 'validate_arguments')!;
     expect((validation.attributes['toolruntime.arguments.repairs'] as string[]).length).toBeGreaterThan(0);

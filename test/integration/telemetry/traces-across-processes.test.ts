@@ -38,7 +38,7 @@ describe('traces across the controller and the sidecar', () => {
     receiver = undefined;
   });
 
-  it('puts both processes spans of a turn in one trace, the sidecar call spans under the controller dispatch spans', async () => {
+  it('puts both processes spans of a turn in one trace: the sidecar Turn span under invoke_agent, its call spans under the controller dispatch spans', async () => {
     receiver = await startOtlpReceiver();
     const otlp = receiver;
     const { code, stderr } = await runController(['--approve', 'never', '--quiet'], {
@@ -74,6 +74,9 @@ describe('traces across the controller and the sidecar', () => {
     expect(dispatches.map((span) => span.attributes['gen_ai.tool.name']).sort()).toEqual(['list_files', 'read_file', 'read_file', 'todo_write', 'todo_write']);
     const sidecarTurn = sidecarSpans.find((span) => span.name.endsWith('/Turn'))!;
     expect(sidecarTurn.attributes).toMatchObject({ 'rpc.system': 'grpc', 'rpc.service': 'toolruntime.v1.ToolSidecarService', 'rpc.method': 'Turn' });
+    // The Turn stream's metadata carried the invoke_agent span's context: one trace, the Turn span under it.
+    expect(sidecarTurn).toMatchObject({ traceId: turn.traceId, parentSpanId: turn.spanId });
+    expect(new Set([...controllerSpans, ...sidecarSpans].map((span) => span.traceId))).toEqual(new Set([turn.traceId]));
     for (const dispatch of dispatches) {
       expect(dispatch).toMatchObject({ traceId: turn.traceId, parentSpanId: turn.spanId });
       const call = sidecarSpans.find((span) => span.parentSpanId === dispatch.spanId);

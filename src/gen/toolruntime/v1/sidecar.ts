@@ -3279,6 +3279,10 @@ export const ToolSidecarServiceService = {
    *    `control_plane` or an approval policy never receives a `client_request`. After the client
    *    half-closes it can no longer reply, so waiting and later requests fail at once (the tool
    *    fails; an approval is denied) instead of waiting for the deadline.
+   * 7. Trace context. A client that traces may send the W3C `traceparent` (and `tracestate`) of
+   *    its span for the turn as metadata of this call: the sidecar's span for the stream is then
+   *    its child, in the client's trace. A malformed, repeated or oversized (over 1 KiB) value is
+   *    ignored, not refused. Each call's own context travels in `CallTool.traceparent`.
    */
   turn: {
     path: "/toolruntime.v1.ToolSidecarService/Turn" as const,
@@ -3330,6 +3334,10 @@ export interface ToolSidecarServiceServer extends UntypedServiceImplementation {
    *    `control_plane` or an approval policy never receives a `client_request`. After the client
    *    half-closes it can no longer reply, so waiting and later requests fail at once (the tool
    *    fails; an approval is denied) instead of waiting for the deadline.
+   * 7. Trace context. A client that traces may send the W3C `traceparent` (and `tracestate`) of
+   *    its span for the turn as metadata of this call: the sidecar's span for the stream is then
+   *    its child, in the client's trace. A malformed, repeated or oversized (over 1 KiB) value is
+   *    ignored, not refused. Each call's own context travels in `CallTool.traceparent`.
    */
   turn: handleBidiStreamingCall<TurnRequest, TurnResponse>;
 }
@@ -3387,6 +3395,10 @@ export interface ToolSidecarServiceClient extends Client {
    *    `control_plane` or an approval policy never receives a `client_request`. After the client
    *    half-closes it can no longer reply, so waiting and later requests fail at once (the tool
    *    fails; an approval is denied) instead of waiting for the deadline.
+   * 7. Trace context. A client that traces may send the W3C `traceparent` (and `tracestate`) of
+   *    its span for the turn as metadata of this call: the sidecar's span for the stream is then
+   *    its child, in the client's trace. A malformed, repeated or oversized (over 1 KiB) value is
+   *    ignored, not refused. Each call's own context travels in `CallTool.traceparent`.
    */
   turn(): ClientDuplexStream<TurnRequest, TurnResponse>;
   turn(options: Partial<CallOptions>): ClientDuplexStream<TurnRequest, TurnResponse>;
