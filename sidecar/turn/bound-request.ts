@@ -16,8 +16,9 @@ export const REQUEST_LIMITS = {
   /** `CancelCall.reason`: longer reasons are cut, not refused. */
   cancelReasonChars: 1_000,
   /**
-   * `CallTool.traceparent` / `tracestate` (W3C: 55 characters, and at most 32 list members). Not
-   * read by the sidecar yet; whoever maps them into a call should drop values over this.
+   * `CallTool.traceparent` / `tracestate` and the Turn stream's trace metadata (W3C: 55 characters,
+   * and at most 32 list members). Read only with telemetry on; a value over this is ignored, as W3C
+   * says of a malformed header, not refused.
    */
   traceHeaderBytes: 1_024,
   /** `ClientReply.request_id`: the sidecar makes these, so anything longer matches nothing. */
