@@ -19,7 +19,10 @@ export { parseSidecarArgs, sidecarHelpRequested, SidecarUsageError, type Sidecar
  */
 export async function runSidecarCli(
   argv: string[],
-  options: { createCatalogs: (config: SidecarConfig, options: { logger: Logger }) => Catalogs & { close?(): void | Promise<void> } },
+  options: {
+    /** The catalogs; `warm()`, when present, is called once the server listens (lazy-catalogs.ts). */
+    createCatalogs: (config: SidecarConfig, options: { logger: Logger }) => Catalogs & { close?(): void | Promise<void>; warm?(): void };
+  },
 ): Promise<void> {
   if (sidecarHelpRequested(argv)) {
     process.stdout.write(`${SIDECAR_USAGE}\n`);
@@ -66,6 +69,7 @@ export async function runSidecarCli(
     process.exit(isToolRuntimeError(error) ? 2 : 1);
   }
   process.stdout.write(`${JSON.stringify({ event: 'listening', address })}\n`);
+  catalogs.warm?.();
   let stopping = false;
   const stop = (why: { signal: NodeJS.Signals } | { lifeline: string }) => {
     if (stopping) return;

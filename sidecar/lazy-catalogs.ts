@@ -1,0 +1,49 @@
+import { errorMessage } from '../src/errors.js';
+import type { Logger } from '../src/logger.js';
+import { assembleToolSet, type Catalogs, type CategoryCreator } from './categories/category.js';
+import type { SidecarConfig } from './config.js';
+
+/** Catalogs with the sidecar-lifetime state they hold, as `createCatalogs` (tool-sets.ts) makes them. */
+export type ClosableCatalogs = Catalogs & { close?(): void | Promise<void> };
+
+/**
+ * Catalogs whose module loads after the sidecar listens: `load()` (the tool categories, their
+ * schemas, picomatch, child_process, https, worker_threads ...) is not on the path to the listening
+ * line. Call `warm()` once the server listens: it starts the load (and with it what `create` starts
+ * at once, such as the Brain index) without waiting for a turn. A turn that opens earlier waits for
+ * it; a failed load fails that turn's assembly (and the next one tries again).
+ *
+ * Each catalog is one creator that runs the real catalog in order, so a turn's tools and
+ * instructions are exactly the real catalogs'.
+ */
+export function createLazyCatalogs<T extends ClosableCatalogs>(options: {
+  load: () => Promise<(config: SidecarConfig, options: { logger: Logger }) => T>;
+  config: SidecarConfig;
+  logger: Logger;
+}): ClosableCatalogs & { warm(): void } {
+  let real: Promise<T> | undefined;
+  const catalogs = () => {
+    real ??= options.load().then(
+      (create) => create(options.config, { logger: options.logger }),
+      (error: unknown) => {
+        real = undefined;
+        throw error;
+      },
+    );
+    return real;
+  };
+  // assembleToolSet picks the real catalog of the turn's kind.
+  const runReal: CategoryCreator = async (context) => assembleToolSet(await catalogs(), context);
+  return {
+    text: [runReal],
+    workflowTask: [runReal],
+    warm() {
+      catalogs().catch((error: unknown) => options.logger.error('loading the tool catalogs failed', { error: errorMessage(error) }));
+    },
+    async close() {
+      if (!real) return;
+      const loaded = await real.catch(() => undefined);
+      await loaded?.close?.();
+    },
+  };
+}
