@@ -23,6 +23,9 @@ export async function createCliModel(options: CliOptions, cleanups: Array<() => 
     baseURL = embedded.baseURL;
   }
   const { createOpenAIResponsesModel } = await loadingModel;
+  // Node's fetch (its bundled undici, ~20-40 ms to compile) loads on first use: load it now, while
+  // the sidecar starts up in its own process, not in the turn's first model request.
+  new Headers();
   return createOpenAIResponsesModel({
     model: options.embedded ? EMBEDDED_MODEL_NAME : options.model,
     // Servers of one's own (vLLM, a gateway on loopback) often need no key, but the SDK refuses to
