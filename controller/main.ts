@@ -1,5 +1,12 @@
 // `npm start`: one agent turn from one command. Wiring only; the CLI lives in cli.ts.
+import { setFlagsFromString } from 'node:v8';
 import { startEarlySidecar } from './start-early-sidecar.js';
+
+// Node's fetch parses HTTP with llhttp, WebAssembly: V8 compiles it with Liftoff, then again with
+// TurboFan on background threads, and the process's exit waits for that compile (20-60 ms at the
+// end of every npm start on a busy 2-core machine, and a core taken from the sidecar meanwhile).
+// One turn's few model requests parse as well with Liftoff's code.
+setFlagsFromString('--liftoff-only');
 
 const controller = new AbortController();
 let firstInterrupt = 0;
