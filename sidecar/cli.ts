@@ -68,8 +68,6 @@ export async function runSidecarCli(
     logger.error('could not listen', { address: parsed.listen, error: errorMessage(error) });
     process.exit(isToolRuntimeError(error) ? 2 : 1);
   }
-  process.stdout.write(`${JSON.stringify({ event: 'listening', address })}\n`);
-  catalogs.warm?.();
   let stopping = false;
   const stop = (why: { signal: NodeJS.Signals } | { lifeline: string }) => {
     if (stopping) return;
@@ -100,4 +98,8 @@ export async function runSidecarCli(
     }, drainGraceMs + abortGraceMs + 10_000).unref();
     stop({ lifeline: why });
   });
+  // Only now, with the handlers in place: a spawner that signals as soon as it reads this line
+  // gets a drain, not the default action of SIGTERM.
+  process.stdout.write(`${JSON.stringify({ event: 'listening', address })}\n`);
+  catalogs.warm?.();
 }

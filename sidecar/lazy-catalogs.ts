@@ -1,4 +1,4 @@
-import { errorMessage } from '../src/errors.js';
+import { errorMessage, ToolRuntimeError } from '../src/errors.js';
 import type { Logger } from '../src/logger.js';
 import { assembleToolSet, type Catalogs, type CategoryCreator } from './categories/category.js';
 import type { SidecarConfig } from './config.js';
@@ -11,7 +11,8 @@ export type ClosableCatalogs = Catalogs & { close?(): void | Promise<void> };
  * schemas, picomatch, child_process, https, worker_threads ...) is not on the path to the listening
  * line. Call `warm()` once the server listens: it starts the load (and with it what `create` starts
  * at once, such as the Brain index) without waiting for a turn. A turn that opens earlier waits for
- * it; a failed load fails that turn's assembly (and the next one tries again).
+ * it; a failed load fails that turn's assembly (and the next one tries again). After `close()`
+ * nothing more is made.
  *
  * Each catalog is one creator that runs the real catalog in order, so a turn's tools and
  * instructions are exactly the real catalogs'.
@@ -22,9 +23,16 @@ export function createLazyCatalogs<T extends ClosableCatalogs>(options: {
   logger: Logger;
 }): ClosableCatalogs & { warm(): void } {
   let real: Promise<T> | undefined;
+  let made: T | undefined;
+  let closed = false;
   const catalogs = () => {
     real ??= options.load().then(
-      (create) => create(options.config, { logger: options.logger }),
+      (create) => {
+        // Closed while the module loaded: make nothing that would need closing (the Brain worker).
+        if (closed) throw new ToolRuntimeError('sidecar_unavailable', 'the sidecar is closing: its tool catalogs were not made');
+        made = create(options.config, { logger: options.logger });
+        return made;
+      },
       (error: unknown) => {
         real = undefined;
         throw error;
@@ -38,12 +46,15 @@ export function createLazyCatalogs<T extends ClosableCatalogs>(options: {
     text: [runReal],
     workflowTask: [runReal],
     warm() {
-      catalogs().catch((error: unknown) => options.logger.error('loading the tool catalogs failed', { error: errorMessage(error) }));
+      catalogs().catch((error: unknown) => {
+        if (!closed) options.logger.error('loading the tool catalogs failed', { error: errorMessage(error) });
+      });
     },
     async close() {
-      if (!real) return;
-      const loaded = await real.catch(() => undefined);
-      await loaded?.close?.();
+      // Not waiting for a load in flight: nothing is made after this, and a module still loading
+      // holds nothing to release (a sidecar stopped right after it listens exits at once).
+      closed = true;
+      await made?.close?.();
     },
   };
 }

@@ -67,23 +67,38 @@ describe('createLazyCatalogs', () => {
     await lazy.close?.();
   });
 
-  it('close() closes the loaded catalogs, and loads nothing when they never were', async () => {
+  it('close() closes what was made; a load still in flight makes nothing, and close() does not wait for it', async () => {
+    let made = 0;
     let closed = 0;
     let loads = 0;
-    const make = () =>
+    let release = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const make = (wait: boolean) =>
       createLazyCatalogs({
         load: async () => {
           loads += 1;
-          return () => ({ text: [], workflowTask: [], close: () => void (closed += 1) });
+          if (wait) await gate;
+          return () => {
+            made += 1;
+            return { text: [], workflowTask: [], close: () => void (closed += 1) };
+          };
         },
         config: config(),
         logger: silentLogger,
       });
-    await make().close?.();
-    expect([loads, closed]).toEqual([0, 0]);
-    const warmed = make();
-    warmed.warm();
-    await warmed.close?.();
-    expect([loads, closed]).toEqual([1, 1]);
+    await make(false).close?.();
+    expect([loads, made, closed]).toEqual([0, 0, 0]);
+
+    const loaded = make(false);
+    await assembleToolSet(loaded, testContext(config()));
+    await loaded.close?.();
+    expect([loads, made, closed]).toEqual([1, 1, 1]);
+
+    const inFlight = make(true);
+    inFlight.warm();
+    await inFlight.close?.(); // returns while the load still waits at the gate
+    release();
+    await expect(assembleToolSet(inFlight, testContext(config()))).rejects.toMatchObject({ code: 'sidecar_unavailable' });
+    expect([loads, made, closed]).toEqual([2, 1, 1]);
   });
 });
