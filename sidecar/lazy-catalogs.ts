@@ -40,8 +40,9 @@ export function createLazyCatalogs<T extends ClosableCatalogs>(options: {
     );
     return real;
   };
-  // assembleToolSet picks the real catalog of the turn's kind.
-  const runReal: CategoryCreator = async (context) => assembleToolSet(await catalogs(), context);
+  // assembleToolSet picks the real catalog of the turn's kind. The wait for the load ends with the
+  // turn's signal (the load itself goes on, for the next turn).
+  const runReal: CategoryCreator = async (context) => assembleToolSet(await untilAborted(catalogs(), context.signal), context);
   return {
     text: [runReal],
     workflowTask: [runReal],
@@ -57,4 +58,14 @@ export function createLazyCatalogs<T extends ClosableCatalogs>(options: {
       await made?.close?.();
     },
   };
+}
+
+/** `promise`, or a rejection with ToolRuntimeError `aborted` as soon as `signal` aborts. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(new ToolRuntimeError('aborted', 'the turn ended while its tools were loading'));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new ToolRuntimeError('aborted', 'the turn ended while its tools were loading'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }

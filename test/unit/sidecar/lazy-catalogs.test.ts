@@ -67,6 +67,28 @@ describe('createLazyCatalogs', () => {
     await lazy.close?.();
   });
 
+  it("stops waiting for a load when the turn's signal aborts, and the load still serves the next turn", async () => {
+    let release = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const lazy = createLazyCatalogs({
+      load: async () => {
+        await gate;
+        return createCatalogs;
+      },
+      config: config(),
+      logger: silentLogger,
+    });
+    const turn = new AbortController();
+    const context = { ...testContext(config()), signal: turn.signal };
+    const waiting = assembleToolSet(lazy, context);
+    turn.abort();
+    await expect(waiting).rejects.toMatchObject({ code: 'aborted' });
+    release();
+    const set = await assembleToolSet(lazy, testContext(config()));
+    expect(set.tools.map((tool) => tool.name)).toContain('read_file');
+    await lazy.close?.();
+  });
+
   it('close() closes what was made; a load still in flight makes nothing, and close() does not wait for it', async () => {
     let made = 0;
     let closed = 0;
