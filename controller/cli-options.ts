@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { ToolRuntimeError } from '../src/index.js';
+import { ToolRuntimeError } from '../src/errors.js';
 import { defaultDataDir } from './control-plane/store/default-data-dir.js';
 import type { ToolSearchMode } from './loop/collect-provider-tools.js';
 

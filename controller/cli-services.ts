@@ -1,52 +1,10 @@
-import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { runtimePath } from '../src/runtime-path.js';
 import type { CliOptions } from './cli-options.js';
 import { EMBEDDED_MODEL_NAME, startEmbeddedModel } from './model/embedded-model.js';
 import type { ResponsesModel } from './model/responses-model.js';
-import { spawnSidecar } from './sidecar-client/spawn-sidecar.js';
 
-const sampleWorkspace = runtimePath('controller/sample-workspace/');
-
-/** Where the CLI's sidecar listens, and its bearer token when it has one. */
-export interface CliSidecar {
-  address: string;
-  token?: string;
-}
-
-/**
- * The sidecar the CLI flags name: `--sidecar` with `--token-file`, or a sidecar child over
- * `--workspace` (by default a temporary copy of the sample workspace with throwaway state, both
- * removed by the cleanup). Pushes a cleanup for what it starts onto `cleanups`.
- *
- * @throws ToolRuntimeError `sidecar_unavailable` when the child does not start, `aborted` when
- *   `signal` aborts; a file error for an unreadable `--token-file`.
- */
-export async function connectCliSidecar(
-  options: CliOptions,
-  cleanups: Array<() => Promise<void>>,
-  signal: AbortSignal,
-  progress: (line: string) => void,
-): Promise<CliSidecar> {
-  const token = options.tokenFile ? (await readFile(options.tokenFile, 'utf8')).split('\n')[0]?.trim() : undefined;
-  if (options.sidecar) return { address: options.sidecar, ...(token ? { token } : {}) };
-  let workspace = options.workspace;
-  const extraArgs: string[] = [];
-  if (!workspace) {
-    const scratch = await mkdtemp(join(tmpdir(), 'controller-'));
-    cleanups.push(() => rm(scratch, { recursive: true, force: true }));
-    workspace = join(scratch, 'workspace');
-    await cp(sampleWorkspace, workspace, { recursive: true });
-    // A throwaway workspace gets throwaway sidecar state (its todo list), removed with it, rather
-    // than a folder per run under ~/.local/state.
-    extraArgs.push('--state-dir', join(scratch, 'state'));
-  }
-  progress(`▶ starting the sidecar over ${workspace}`);
-  const spawned = await spawnSidecar({ workspace, signal, extraArgs });
-  cleanups.push(() => spawned.stop());
-  return { address: spawned.address };
-}
+// The sidecar half lives in its own light module (npm start loads it first); re-exported for the
+// callers that start both halves.
+export { connectCliSidecar, type CliSidecar } from './cli-sidecar.js';
 
 /**
  * The model the CLI flags describe: the embedded scripted model (started here, closed by the
@@ -65,6 +23,9 @@ export async function createCliModel(options: CliOptions, cleanups: Array<() => 
     baseURL = embedded.baseURL;
   }
   const { createOpenAIResponsesModel } = await loadingModel;
+  // Node's fetch (its bundled undici, ~20-40 ms to compile) loads on first use: load it now, while
+  // the sidecar starts up in its own process, not in the turn's first model request.
+  new Headers();
   return createOpenAIResponsesModel({
     model: options.embedded ? EMBEDDED_MODEL_NAME : options.model,
     // Servers of one's own (vLLM, a gateway on loopback) often need no key, but the SDK refuses to

@@ -3,6 +3,7 @@ import { createWriteStream } from 'node:fs';
 import { errorMessage, isToolRuntimeError } from '../src/index.js';
 import { createTerminalApprover, denyWithoutTerminal, recordApprovals } from './approvals/terminal-approver.js';
 import { connectCliSidecar, createCliModel } from './cli-services.js';
+import type { EarlySidecar } from './start-early-sidecar.js';
 import { parseCliOptions, USAGE, type CliOptions } from './cli-options.js';
 import { runTurn, type TurnOutcome } from './loop/run-turn.js';
 import type { TurnEvent, TurnStatus } from './loop/turn-events.js';
@@ -31,6 +32,8 @@ export interface CliIo {
   stdin?: NodeJS.ReadableStream;
   /** Whether a person is at `stdin` (default `process.stdin.isTTY`); without one, approvals are denied. */
   isTerminal?: boolean;
+  /** The sidecar child `npm start` began before loading this module (`startEarlySidecar`), used instead of starting one. */
+  earlySidecar?: EarlySidecar;
 }
 
 /**
@@ -47,14 +50,18 @@ export async function runCli(io: CliIo): Promise<number> {
     if (taken.console) consoleRun.flags = taken.console;
     options = parseCliOptions(taken.argv, io.env);
   } catch (error) {
+    await io.earlySidecar?.close();
     io.stderr.write(`error: ${errorMessage(error)}\n\n${USAGE}\n`);
     return 2;
   }
   if (options.help) {
+    await io.earlySidecar?.close();
     io.stdout.write(`${USAGE}\n\nThe web console (controller/console/):\n${CONSOLE_USAGE}\n`);
     return 0;
   }
   const cleanups: Array<() => Promise<void>> = [];
+  const early = io.earlySidecar;
+  if (early) cleanups.push(() => early.close());
   const progress = (line: string) => {
     if (!options.quiet) io.stderr.write(`${line}\n`);
   };
@@ -96,7 +103,7 @@ async function runOneTurn(
   // The model (the SDK's load, the embedded server) starts while the sidecar starts: start-up is on the path.
   const starting = createCliModel(options, cleanups, signal);
   starting.catch(() => {}); // awaited below; a failure surfaces there
-  const { address, token } = await connectCliSidecar(options, cleanups, signal, progress);
+  const { address, token } = io.earlySidecar ? await io.earlySidecar.adopt(progress) : await connectCliSidecar(options, cleanups, signal, progress);
   const model = await starting;
 
   let events: NodeJS.WritableStream | undefined;

@@ -19,7 +19,10 @@ export { parseSidecarArgs, sidecarHelpRequested, SidecarUsageError, type Sidecar
  */
 export async function runSidecarCli(
   argv: string[],
-  options: { createCatalogs: (config: SidecarConfig, options: { logger: Logger }) => Catalogs & { close?(): void | Promise<void> } },
+  options: {
+    /** The catalogs; `warm()`, when present, is called once the server listens (lazy-catalogs.ts). */
+    createCatalogs: (config: SidecarConfig, options: { logger: Logger }) => Catalogs & { close?(): void | Promise<void>; warm?(): void };
+  },
 ): Promise<void> {
   if (sidecarHelpRequested(argv)) {
     process.stdout.write(`${SIDECAR_USAGE}\n`);
@@ -65,7 +68,6 @@ export async function runSidecarCli(
     logger.error('could not listen', { address: parsed.listen, error: errorMessage(error) });
     process.exit(isToolRuntimeError(error) ? 2 : 1);
   }
-  process.stdout.write(`${JSON.stringify({ event: 'listening', address })}\n`);
   let stopping = false;
   const stop = (why: { signal: NodeJS.Signals } | { lifeline: string }) => {
     if (stopping) return;
@@ -96,4 +98,8 @@ export async function runSidecarCli(
     }, drainGraceMs + abortGraceMs + 10_000).unref();
     stop({ lifeline: why });
   });
+  // Only now, with the handlers in place: a spawner that signals as soon as it reads this line
+  // gets a drain, not the default action of SIGTERM.
+  process.stdout.write(`${JSON.stringify({ event: 'listening', address })}\n`);
+  catalogs.warm?.();
 }

@@ -1,5 +1,8 @@
 // `npm run sidecar -- --workspace DIR [flags]`: wiring only; see sidecar/cli.ts for the flags.
 import { runSidecarCli } from './cli.js';
-import { createCatalogs } from './tool-sets.js';
+import { createLazyCatalogs } from './lazy-catalogs.js';
 
-await runSidecarCli(process.argv.slice(2), { createCatalogs });
+// The tool categories load once the sidecar listens (warm()), off the path to the listening line.
+await runSidecarCli(process.argv.slice(2), {
+  createCatalogs: (config, { logger }) => createLazyCatalogs({ load: async () => (await import('./tool-sets.js')).createCatalogs, config, logger }),
+});

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { errorMessage, ToolRuntimeError } from '../../src/index.js';
+import { errorMessage, ToolRuntimeError } from '../../src/errors.js';
 
 /** The console's flags, as `npm start` and `serve` take them. */
 export interface ConsoleFlags {

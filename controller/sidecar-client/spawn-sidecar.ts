@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
-import { ToolRuntimeError } from '../../src/index.js';
+import { ToolRuntimeError } from '../../src/errors.js';
 import { runningBuilt, runtimePath } from '../../src/runtime-path.js';
 
 /**
