@@ -1,28 +1,19 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runToExit, type ChildExit } from '../../fixtures/run-to-exit.js';
 import { describe, expect, it } from 'vitest';
 import { startScriptedResponsesServer } from '../../fakes/scripted-responses-server.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 
 /** Runs `npm start -- ...args` as a child process with no key and no endpoint in its environment. */
-async function npmStart(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function npmStart(args: string[]): Promise<ChildExit> {
   const env = { ...process.env };
   delete env.OPENAI_API_KEY;
   delete env.OPENAI_BASE_URL;
-  const child = spawn('npm', ['start', '--silent', '--', ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  const [code] = (await once(child, 'exit')) as [number | null];
-  clearTimeout(timer);
-  return { code, stdout, stderr };
+  return runToExit('npm', ['start', '--silent', '--', ...args], { cwd: root, env });
 }
 
 describe('npm start', () => {

@@ -1,9 +1,9 @@
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runToExit, type ChildExit } from '../../fixtures/run-to-exit.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
 import { liveProcesses, waitFor } from '../../fixtures/process-tree.js';
@@ -53,16 +53,8 @@ async function startCommand(turn: TurnDriver, callId: string): Promise<number> {
 }
 
 /** Runs the sidecar entry to its exit with stdin ignored; resolves its exit code and output. */
-async function runToExit(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(`${root}node_modules/.bin/tsx`, [`${root}sidecar/main.ts`, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  const [code] = (await once(child, 'exit')) as [number | null];
-  clearTimeout(timer);
-  return { code, stdout, stderr };
+function runSidecarToExit(args: string[]): Promise<ChildExit> {
+  return runToExit(`${root}node_modules/.bin/tsx`, [`${root}sidecar/main.ts`, ...args], { cwd: root });
 }
 
 describe('sidecar --exit-on-stdin-eof', () => {
@@ -106,7 +98,7 @@ describe('sidecar --exit-on-stdin-eof', () => {
   }, 120_000);
 
   it('refuses the flag, exit 2 with the reason, when stdin is not a pipe', async () => {
-    const { code, stdout, stderr } = await runToExit(['--workspace', dir, '--state-dir', join(dir, 'state'), '--exit-on-stdin-eof']);
+    const { code, stdout, stderr } = await runSidecarToExit(['--workspace', dir, '--state-dir', join(dir, 'state'), '--exit-on-stdin-eof']);
     expect(code).toBe(2);
     expect(stdout).not.toContain('listening');
     expect(stderr).toContain('--exit-on-stdin-eof needs stdin to be a pipe');
@@ -114,7 +106,7 @@ describe('sidecar --exit-on-stdin-eof', () => {
   }, 90_000);
 
   it('--help names the lifeline and the reverse-request limits, and exits 0', async () => {
-    const { code, stdout } = await runToExit(['--help']);
+    const { code, stdout } = await runSidecarToExit(['--help']);
     expect(code).toBe(0);
     for (const flag of ['--exit-on-stdin-eof', '--max-client-requests-per-call N', '--max-pending-client-requests N', '--max-client-message-bytes N', '--workspace DIR']) {
       expect(stdout).toContain(flag);
