@@ -43,13 +43,14 @@ export function checkTurnContext(context: TurnContext | undefined): string | und
 export type CheckedClientReply = { ok: true; reply: ClientReply } | { ok: false; reason: string };
 
 /**
- * Checks a `reply` against `REQUEST_LIMITS`: an oversized request_id or control reply is refused
+ * Checks a `reply` against `REQUEST_LIMITS` (a control reply against `maxControlReplyBytes`, the
+ * sidecar's `--max-client-message-bytes`, when given): an oversized request_id or control reply is refused
  * (the reply is to be ignored and logged; the call's request then ends as any unanswered one
  * does), an approval reason is cut. Never throws.
  */
-export function checkTurnReply(reply: ClientReply): CheckedClientReply {
+export function checkTurnReply(reply: ClientReply, maxControlReplyBytes?: number): CheckedClientReply {
   const controlReplyBytes = reply.reply?.$case === 'control' ? ControlReply.encode(reply.reply.value).finish().length : undefined;
-  const refused = checkClientReply({ requestId: reply.requestId, controlReplyBytes });
+  const refused = checkClientReply({ requestId: reply.requestId, controlReplyBytes }, maxControlReplyBytes);
   if (refused !== undefined) return { ok: false, reason: refused };
   if (reply.reply?.$case === 'approval' && reply.reply.value.reason.length > REQUEST_LIMITS.approvalReasonChars) {
     return { ok: true, reply: { ...reply, reply: { $case: 'approval', value: { ...reply.reply.value, reason: boundApprovalReason(reply.reply.value.reason) } } } };

@@ -79,7 +79,7 @@ export function createSidecarService(options: { catalogs: Catalogs; config: Side
     turn(stream: ServerDuplexStream<TurnRequest, TurnResponse>) {
       // With telemetry on, the client's trace context (gRPC metadata) parents the sidecar's Turn span.
       const traceHeaders = telemetry ? readTraceHeaders(stream.metadata) : undefined;
-      const handle = handleTurn(stream, { open: traceHeaders ? (turn, signal) => open(turn, signal, traceHeaders) : open, logger });
+      const handle = handleTurn(stream, { open: traceHeaders ? (turn, signal) => open(turn, signal, traceHeaders) : open, logger, maxClientMessageBytes: config.limits.maxClientMessageBytes });
       turns.add(handle);
       void handle.closed.then(() => turns.delete(handle));
     },

@@ -45,6 +45,8 @@ export function handleTurn(
   options: {
     open: (context: TurnContext, signal: AbortSignal) => Promise<OpenedTurn>;
     logger: Logger;
+    /** The bound of a reverse-request reply (`--max-client-message-bytes`; default 1 MiB). */
+    maxClientMessageBytes?: number;
   },
 ): TurnHandle {
   const { logger } = options;
@@ -92,7 +94,7 @@ export function handleTurn(
         // Bounded first (approval reason cut). A reply over the other bounds goes on as it is: an
         // oversized id matches no waiting request, and an oversized payload fails the request it
         // answers at once (the session checks its size) rather than leave the call waiting.
-        const checked = checkTurnReply(request.request.value);
+        const checked = checkTurnReply(request.request.value, options.maxClientMessageBytes);
         if (!checked.ok) logger.debug('a client reply is over its bounds', { reason: checked.reason });
         const reply = checked.ok ? checked.reply : request.request.value;
         // Measured again from the decoded reply: grpc-js does not expose the frame's size here.

@@ -110,13 +110,14 @@ export function boundCancelReason(reason: string | undefined): string | undefine
  * Checks the fields of a reverse-request reply: an oversized `request_id` cannot match a request
  * the sidecar made, so the reply is to be ignored (the message says why, for the log); an approval
  * reason is cut; a control reply's encoded size (`controlReplyBytes`, measured by the caller, who
- * holds the proto) must be within its limit. Returns why the reply is refused, or `undefined`.
+ * holds the proto) must be within `maxControlReplyBytes` (default `REQUEST_LIMITS.controlReplyBytes`,
+ * the sidecar's default `--max-client-message-bytes`). Returns why the reply is refused, or `undefined`.
  */
-export function checkClientReply(reply: { requestId: string; controlReplyBytes?: number }): string | undefined {
+export function checkClientReply(reply: { requestId: string; controlReplyBytes?: number }, maxControlReplyBytes = REQUEST_LIMITS.controlReplyBytes): string | undefined {
   const idBytes = bytesOver(reply.requestId, REQUEST_LIMITS.requestIdBytes);
   if (idBytes > 0) return `reply request_id is ${idBytes} bytes, over the limit of ${REQUEST_LIMITS.requestIdBytes} (it starts ${quotePrefix(reply.requestId)})`;
-  if (reply.controlReplyBytes !== undefined && reply.controlReplyBytes > REQUEST_LIMITS.controlReplyBytes) {
-    return `the control reply is ${reply.controlReplyBytes} bytes, over the limit of ${REQUEST_LIMITS.controlReplyBytes}`;
+  if (reply.controlReplyBytes !== undefined && reply.controlReplyBytes > maxControlReplyBytes) {
+    return `the control reply is ${reply.controlReplyBytes} bytes, over the limit of ${maxControlReplyBytes}`;
   }
   return undefined;
 }

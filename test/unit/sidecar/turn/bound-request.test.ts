@@ -21,6 +21,9 @@ describe('request bounds', () => {
     expect(checkClientReply({ requestId: 'r1', controlReplyBytes: 10 })).toBeUndefined();
     expect(checkClientReply({ requestId: 'r'.repeat(300) })).toMatch(/request_id is 300 bytes/);
     expect(checkClientReply({ requestId: 'r1', controlReplyBytes: REQUEST_LIMITS.controlReplyBytes + 1 })).toMatch(/control reply/);
+    // A sidecar started with a larger --max-client-message-bytes takes larger replies; a smaller one, fewer.
+    expect(checkClientReply({ requestId: 'r1', controlReplyBytes: REQUEST_LIMITS.controlReplyBytes + 1 }, 2 * REQUEST_LIMITS.controlReplyBytes)).toBeUndefined();
+    expect(checkClientReply({ requestId: 'r1', controlReplyBytes: 2049 }, 2048)).toMatch(/the control reply is 2049 bytes, over the limit of 2048/);
     expect(quotePrefix('short')).toBe('"short"');
     expect(quotePrefix('x'.repeat(1_000))).toMatch(/… \(1000 characters\)$/);
   });
