@@ -138,8 +138,8 @@ export class WorkflowRunner implements WorkflowRunnerHook {
   }
 
   /**
-   * Waits until `runId` is no longer running in the store (whichever runner ended it) or this
-   * runner closes, and returns the stored run.
+   * Waits until `runId` is no longer running in the store (whichever runner ended it) and none of
+   * its task turns runs here any more, or this runner closes, and returns the stored run.
    *
    * @throws ToolRuntimeError `aborted` when `signal` aborts first.
    */
@@ -148,8 +148,9 @@ export class WorkflowRunner implements WorkflowRunnerHook {
     for (;;) {
       if (signal?.aborted) throw new ToolRuntimeError('aborted', 'waiting for the workflow was aborted');
       const run = await this.options.store.workflows.getRun(runId);
-      if (!run || run.state !== 'running' || this.stopped) return run;
-      this.known.add(runId);
+      // An ended run is returned once its task turns here have ended too (an aborted turn takes a moment to wind down).
+      if (!run || this.stopped || (run.state !== 'running' && !this.activeRuns().includes(runId))) return run;
+      if (run.state === 'running') this.known.add(runId);
       await new Promise<void>((resolve, reject) => {
         const waiting = this.waiters.get(runId) ?? new Set();
         this.waiters.set(runId, waiting);
@@ -290,6 +291,7 @@ export class WorkflowRunner implements WorkflowRunnerHook {
       .finally(() => {
         clearTimeout(timeout);
         this.attempts.delete(claimKey(claim));
+        this.wake(claim.runId);
         this.pump();
       });
   }
