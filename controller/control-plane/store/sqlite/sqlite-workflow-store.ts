@@ -125,6 +125,15 @@ export function createSqliteWorkflowStore(context: SqliteStoreContext): Workflow
       "UPDATE workflow_tasks SET state = 'running', attempts = ?, claim_owner = ?, claim_until = ?, claim_id = ? WHERE run_id = ? AND task_id = ? AND state = ?",
     ),
     logAttempt: db.prepare<[string, string, number, string, string]>('INSERT INTO workflow_attempts (run_id, task_id, attempt, started_at, owner) VALUES (?, ?, ?, ?, ?)'),
+    endTask: db.prepare<[WorkflowTaskState, number, string, string, string]>(
+      'UPDATE workflow_tasks SET state = ?, failed_attempts = ?, error = ?, claim_owner = NULL, claim_until = NULL, claim_id = NULL WHERE run_id = ? AND task_id = ?',
+    ),
+    insertResult: db.prepare<[string, string, number, string, string]>(
+      'INSERT INTO workflow_results (run_id, task_id, attempt, result_json, committed_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
+    ),
+    commitTask: db.prepare<[string, string]>(
+      "UPDATE workflow_tasks SET state = 'committed', error = NULL, claim_owner = NULL, claim_until = NULL, claim_id = NULL WHERE run_id = ? AND task_id = ?",
+    ),
     releaseTask: db.prepare<[string, string]>("UPDATE workflow_tasks SET state = 'pending', claim_owner = NULL, claim_until = NULL, claim_id = NULL WHERE run_id = ? AND task_id = ?"),
     renew: db.prepare<[number, string, string, number, string, string]>(
       `UPDATE workflow_tasks SET claim_until = ?
@@ -230,9 +239,7 @@ export function createSqliteWorkflowStore(context: SqliteStoreContext): Workflow
     if (!closed || task.state !== 'running' || task.attempts !== input.attempt) return settled(input.runId, task.state);
     const failed = task.failed_attempts + (input.outcome === 'failed' ? 1 : 0);
     const state: WorkflowTaskState = failed >= task.max_attempts ? 'failed' : 'pending';
-    db.prepare(
-      'UPDATE workflow_tasks SET state = ?, failed_attempts = ?, error = ?, claim_owner = NULL, claim_until = NULL, claim_id = NULL WHERE run_id = ? AND task_id = ?',
-    ).run(state, failed, input.error, input.runId, input.taskId);
+    statements.endTask.run(state, failed, input.error, input.runId, input.taskId);
     if (state === 'failed') finishRunSync(input.runId, 'failed', taskFailedError(input.taskId, failed, input.error));
     return settled(input.runId, state);
   });
@@ -240,14 +247,9 @@ export function createSqliteWorkflowStore(context: SqliteStoreContext): Workflow
   const commitResult = db.transaction((input: Parameters<WorkflowStore['commitResult']>[0]): CommitOutcome => {
     const run = statements.run.get(input.runId);
     if (!run || run.state !== 'running') return { committed: false, reason: 'not_running', runState: run?.state, ...(run?.error ? { runError: run.error } : {}) };
-    const inserted = db
-      .prepare('INSERT INTO workflow_results (run_id, task_id, attempt, result_json, committed_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING')
-      .run(input.runId, input.taskId, input.attempt, input.resultJson, iso());
+    const inserted = statements.insertResult.run(input.runId, input.taskId, input.attempt, input.resultJson, iso());
     if (inserted.changes === 0) return { committed: false, reason: 'already_committed', runState: run.state };
-    db.prepare("UPDATE workflow_tasks SET state = 'committed', error = NULL, claim_owner = NULL, claim_until = NULL, claim_id = NULL WHERE run_id = ? AND task_id = ?").run(
-      input.runId,
-      input.taskId,
-    );
+    statements.commitTask.run(input.runId, input.taskId);
     statements.closeAttempt.run(iso(), 'committed', '', input.runId, input.taskId, input.attempt);
     // An attempt of another runner that took the task over meanwhile has nothing left to do.
     statements.closeOtherAttempts.run(iso(), 'cancelled', 'another attempt committed the task first', input.runId, input.taskId);
