@@ -28,7 +28,7 @@ export interface CliSidecar {
  *   `signal` aborts; a file error for an unreadable `--token-file` or a failed copy.
  */
 export async function connectCliSidecar(
-  options: Pick<CliOptions, 'sidecar' | 'tokenFile' | 'workspace'>,
+  options: Pick<CliOptions, 'sidecar' | 'tokenFile' | 'workspace'> & { dataDir?: string; hide?: readonly string[] },
   cleanups: Array<() => Promise<void>>,
   signal: AbortSignal,
   progress: (line: string) => void,
@@ -47,7 +47,9 @@ export async function connectCliSidecar(
     extraArgs.push('--state-dir', join(scratch, 'state'));
   }
   progress(`▶ starting the sidecar over ${workspace}`);
-  const spawned = await spawnSidecar({ workspace, signal, extraArgs });
+  // The model's commands must not read the control-plane store or the console's token.
+  const hide = [...(options.dataDir ? [options.dataDir] : []), ...(options.hide ?? [])];
+  const spawned = await spawnSidecar({ workspace, signal, extraArgs, hide });
   cleanups.push(() => spawned.stop());
   return { address: spawned.address };
 }

@@ -22,6 +22,25 @@ export function sidecarCommand(built = runningBuilt): { command: string; args: s
     : { command: runtimePath('node_modules/.bin/tsx'), args: [runtimePath('sidecar/main.ts')] };
 }
 
+/**
+ * MERGE SWITCH (issue 28 × the sandbox branch): whether the sidecar this build starts accepts
+ * `--hide PATH`. The sidecar rejects flags it does not know, so until the sandbox work (which adds
+ * `--hide`) is merged this stays false and `sidecarHideArgs` passes nothing. Turn it to true at
+ * that merge: every sidecar the controller spawns then hides its data folder and token files from
+ * the model's processes and file tools.
+ */
+export const SIDECAR_ACCEPTS_HIDE = false;
+
+/**
+ * The arguments that hide `paths` (the controller's data folder, its token files) from every process
+ * a spawned sidecar starts for the model and from its file tools: `--hide PATH` each, duplicates
+ * and empty entries dropped. Returns `[]` while `accepted` (default `SIDECAR_ACCEPTS_HIDE`) is false.
+ */
+export function sidecarHideArgs(paths: readonly string[], accepted: boolean = SIDECAR_ACCEPTS_HIDE): string[] {
+  if (!accepted) return [];
+  return [...new Set(paths.filter((path) => path !== ''))].flatMap((path) => ['--hide', path]);
+}
+
 /** A sidecar child process that is listening. */
 export interface SpawnedSidecar {
   /** `127.0.0.1:PORT`, as the sidecar printed it. */
@@ -35,7 +54,8 @@ export interface SpawnedSidecar {
 
 /**
  * Starts the sidecar (`sidecarCommand()`) with `--listen 127.0.0.1:0 --workspace <workspace>
- * --exit-on-stdin-eof ...extraArgs` and waits for its `{"event":"listening","address":...}` line.
+ * --exit-on-stdin-eof ...extraArgs ...sidecarHideArgs(hide)` and waits for its
+ * `{"event":"listening","address":...}` line.
  *
  * The child's stdin is a pipe whose write end only this process holds (opened close-on-exec, so
  * no other child inherits it) and never writes: when this process ends, however it ends (SIGKILL
@@ -48,13 +68,15 @@ export interface SpawnedSidecar {
 export async function spawnSidecar(options: {
   workspace: string;
   extraArgs?: string[];
+  /** Paths the model's processes must not see: the controller's data folder and token files. */
+  hide?: readonly string[];
   signal?: AbortSignal;
   timeoutMs?: number;
 }): Promise<SpawnedSidecar> {
   const { command, args } = sidecarCommand();
   const child = spawn(
     command,
-    [...args, '--listen', '127.0.0.1:0', '--workspace', options.workspace, '--exit-on-stdin-eof', ...(options.extraArgs ?? [])],
+    [...args, '--listen', '127.0.0.1:0', '--workspace', options.workspace, '--exit-on-stdin-eof', ...(options.extraArgs ?? []), ...sidecarHideArgs(options.hide ?? [])],
     // Its own process group: tsx runs the sidecar in a child node process, and signalling the
     // group reaches both (a SIGKILL to tsx alone would orphan the sidecar); tsx passes its stdin,
     // the lifeline, on to that child. The working directory is this process's, so a relative

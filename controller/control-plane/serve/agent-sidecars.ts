@@ -24,7 +24,13 @@ export class AgentSidecars {
    *   `sidecar_unavailable` when a sidecar does not start, `aborted` when `signal` aborts; whatever
    *   was started is stopped first.
    */
-  static async start(options: { agents: Map<string, AgentSidecarEntry>; signal: AbortSignal; logger: Logger }): Promise<AgentSidecars> {
+  static async start(options: {
+    agents: Map<string, AgentSidecarEntry>;
+    /** Paths every started sidecar hides from the model's processes: the data folder, token files. */
+    hide?: readonly string[];
+    signal: AbortSignal;
+    logger: Logger;
+  }): Promise<AgentSidecars> {
     const sidecars = new AgentSidecars();
     const byAddress = new Map<string, SidecarClient>();
     try {
@@ -32,7 +38,7 @@ export class AgentSidecars {
         [...options.agents].map(async ([agentId, entry]) => {
           if (entry.kind === 'workspace') {
             const extraArgs = entry.stateDir ? ['--state-dir', entry.stateDir] : [];
-            const spawned = await spawnSidecar({ workspace: entry.workspace, extraArgs, signal: options.signal });
+            const spawned = await spawnSidecar({ workspace: entry.workspace, extraArgs, hide: options.hide ?? [], signal: options.signal });
             sidecars.#spawned.push(spawned);
             const client = createSidecarClient({ address: spawned.address });
             sidecars.#closers.push(client);
