@@ -70,6 +70,12 @@ export async function spawnSidecar(options: {
   extraArgs?: string[];
   /** Paths the model's processes must not see: the controller's data folder and token files. */
   hide?: readonly string[];
+  /**
+   * Starts the sidecar as this user: the model's commands then run as that user and cannot read
+   * what only this process's user can (the data folder, token files), sandbox or not. Needs root
+   * (or CAP_SETUID/CAP_SETGID), and a workspace and `--state-dir` that user can write.
+   */
+  user?: { uid: number; gid: number };
   signal?: AbortSignal;
   timeoutMs?: number;
 }): Promise<SpawnedSidecar> {
@@ -81,7 +87,7 @@ export async function spawnSidecar(options: {
     // group reaches both (a SIGKILL to tsx alone would orphan the sidecar); tsx passes its stdin,
     // the lifeline, on to that child. The working directory is this process's, so a relative
     // --workspace means the same folder to both.
-    { stdio: ['pipe', 'pipe', 'pipe'], detached: true },
+    { stdio: ['pipe', 'pipe', 'pipe'], detached: true, ...(options.user ? { uid: options.user.uid, gid: options.user.gid } : {}) },
   );
   // The lifeline is never written; an error on it only means the sidecar is gone.
   child.stdin!.on('error', () => {});
@@ -123,7 +129,8 @@ export async function spawnSidecar(options: {
           // not a JSON line
         }
       });
-      child.once('error', (error) => reject(new ToolRuntimeError('sidecar_unavailable', `could not start the sidecar: ${error.message}`)));
+      const asUser = options.user ? ` as uid ${options.user.uid} (that needs root, or CAP_SETUID and CAP_SETGID)` : '';
+      child.once('error', (error) => reject(new ToolRuntimeError('sidecar_unavailable', `could not start the sidecar${asUser}: ${error.message}`)));
       child.once('exit', (code, signal) => {
         clearTimeout(timer);
         const lastLine = stderr.trim().split('\n').pop() ?? '';

@@ -38,13 +38,13 @@ export class AgentSidecars {
         [...options.agents].map(async ([agentId, entry]) => {
           if (entry.kind === 'workspace') {
             const extraArgs = entry.stateDir ? ['--state-dir', entry.stateDir] : [];
-            const spawned = await spawnSidecar({ workspace: entry.workspace, extraArgs, hide: options.hide ?? [], signal: options.signal });
+            const spawned = await spawnSidecar({ workspace: entry.workspace, extraArgs, hide: options.hide ?? [], ...(entry.user ? { user: entry.user } : {}), signal: options.signal });
             sidecars.#spawned.push(spawned);
             const client = createSidecarClient({ address: spawned.address });
             sidecars.#closers.push(client);
             sidecars.#clients.set(agentId, client);
             sidecars.#addresses.push({ agentId, address: spawned.address });
-            options.logger.info('sidecar started', { agentId, workspace: entry.workspace, address: spawned.address });
+            options.logger.info('sidecar started', { agentId, workspace: entry.workspace, address: spawned.address, ...(entry.user ? { uid: entry.user.uid } : {}) });
             return;
           }
           const token = entry.tokenFile ? await readToken(entry.tokenFile) : undefined;
