@@ -51,5 +51,5 @@ export async function connectCliSidecar(
   const hide = [...(options.dataDir ? [options.dataDir] : []), ...(options.hide ?? [])];
   const spawned = await spawnSidecar({ workspace, signal, extraArgs, hide });
   cleanups.push(() => spawned.stop());
-  return { address: spawned.address };
+  return { address: spawned.address, token: spawned.token };
 }

@@ -4,7 +4,7 @@ import { openSqliteStore } from '../control-plane/store/sqlite/open-sqlite-store
 import type { TurnEvent } from '../loop/turn-events.js';
 import type { ApproveCallback } from '../sidecar-client/sidecar-types.js';
 import { ConsoleApprovals } from './console-approvals.js';
-import { controlTokenPath, generateControlToken, removeTokenFile, writeTokenFile } from '../control-plane/auth/control-token.js';
+import { controlTokenPath, generateControlToken, makeDataDirPrivate, removeTokenFile, writeTokenFile } from '../control-plane/auth/control-token.js';
 import { consoleLinkWithToken, readConsoleToken, type ConsoleFlags } from './console-flags.js';
 import { startConsoleServer, type ConsoleServer } from './console-server.js';
 import { TurnFeed } from './turn-feed.js';
@@ -47,6 +47,7 @@ export async function startCliConsole(options: { flags: ConsoleFlags; agentId: s
   let store: ControlPlaneStore | undefined;
   let server: ConsoleServer | undefined;
   try {
+    await makeDataDirPrivate(options.dataDir);
     store = await openSqliteStore({ dataDir: options.dataDir });
     const opened = store;
     server = await startConsoleServer({

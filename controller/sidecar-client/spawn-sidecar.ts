@@ -1,5 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ToolRuntimeError } from '../../src/errors.js';
 import { runningBuilt, runtimePath } from '../../src/runtime-path.js';
@@ -45,6 +49,8 @@ export function sidecarHideArgs(paths: readonly string[], accepted: boolean = SI
 export interface SpawnedSidecar {
   /** `127.0.0.1:PORT`, as the sidecar printed it. */
   address: string;
+  /** The bearer token the sidecar requires on every RPC (generated for this child; only the spawner holds it). */
+  token: string;
   child: ChildProcess;
   /** What the child wrote on stderr (its logs), the last 64 KiB. */
   stderr(): string;
@@ -54,8 +60,13 @@ export interface SpawnedSidecar {
 
 /**
  * Starts the sidecar (`sidecarCommand()`) with `--listen 127.0.0.1:0 --workspace <workspace>
- * --exit-on-stdin-eof ...extraArgs ...sidecarHideArgs(hide)` and waits for its
+ * --exit-on-stdin-eof --token-file F ...extraArgs ...sidecarHideArgs(hide)` and waits for its
  * `{"event":"listening","address":...}` line.
+ *
+ * The sidecar gets a token of its own, generated here: a process on the machine (another agent's
+ * command among them) cannot open a Turn on it and run commands as this agent. The token reaches
+ * it in a file of a private temporary folder (0700, the sidecar's user's) that is deleted once the
+ * sidecar has read it and listens, so the model's commands find no file to read.
  *
  * The child's stdin is a pipe whose write end only this process holds (opened close-on-exec, so
  * no other child inherits it) and never writes: when this process ends, however it ends (SIGKILL
@@ -80,9 +91,18 @@ export async function spawnSidecar(options: {
   timeoutMs?: number;
 }): Promise<SpawnedSidecar> {
   const { command, args } = sidecarCommand();
+  const token = randomBytes(32).toString('base64url');
+  const tokenDir = mkdtempSync(join(tmpdir(), 'sidecar-token-'));
+  const tokenFile = join(tokenDir, 'token');
+  writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
+  if (options.user) {
+    chownSync(tokenDir, options.user.uid, options.user.gid);
+    chownSync(tokenFile, options.user.uid, options.user.gid);
+  }
+  const removeTokenFile = () => rmSync(tokenDir, { recursive: true, force: true });
   const child = spawn(
     command,
-    [...args, '--listen', '127.0.0.1:0', '--workspace', options.workspace, '--exit-on-stdin-eof', ...(options.extraArgs ?? []), ...sidecarHideArgs(options.hide ?? [])],
+    [...args, '--listen', '127.0.0.1:0', '--workspace', options.workspace, '--exit-on-stdin-eof', '--token-file', tokenFile, ...(options.extraArgs ?? []), ...sidecarHideArgs(options.hide ?? [])],
     // Its own process group: tsx runs the sidecar in a child node process, and signalling the
     // group reaches both (a SIGKILL to tsx alone would orphan the sidecar); tsx passes its stdin,
     // the lifeline, on to that child. The working directory is this process's, so a relative
@@ -147,8 +167,10 @@ export async function spawnSidecar(options: {
       signalGroup('SIGKILL');
       process.off('exit', onExit);
     };
-    return { address, child, stderr: () => stderr, stop };
+    removeTokenFile();
+    return { address, token, child, stderr: () => stderr, stop };
   } catch (error) {
+    removeTokenFile();
     signalGroup('SIGKILL');
     await exited;
     process.off('exit', onExit);

@@ -79,6 +79,27 @@ export async function writeTokenFile(path: string, token: string): Promise<void>
 }
 
 /**
+ * Makes the data folder private to this user: creates it 0700, or narrows an existing one of this
+ * user's that others could enter. The store in it is the control plane's authority as much as the
+ * token is (whoever can write it can decide an approval), so nobody else may reach it. Returns true
+ * when it narrowed the folder's mode.
+ *
+ * @throws ToolRuntimeError `invalid_request` when the folder cannot be created or changed.
+ */
+export async function makeDataDirPrivate(dataDir: string): Promise<boolean> {
+  try {
+    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    const info = await lstat(dataDir);
+    const uid = process.getuid?.();
+    if ((info.mode & 0o077) === 0 || (uid !== undefined && info.uid !== uid)) return false;
+    await chmod(dataDir, info.mode & 0o700);
+    return true;
+  } catch (error) {
+    throw new ToolRuntimeError('invalid_request', `cannot make the data folder ${dataDir} private (0700): ${errorMessage(error)}`);
+  }
+}
+
+/**
  * Deletes a generated token file if it still holds `token` (a later process on the same address
  * may have replaced it). Never throws.
  */

@@ -40,10 +40,10 @@ export class AgentSidecars {
             const extraArgs = entry.stateDir ? ['--state-dir', entry.stateDir] : [];
             const spawned = await spawnSidecar({ workspace: entry.workspace, extraArgs, hide: options.hide ?? [], ...(entry.user ? { user: entry.user } : {}), signal: options.signal });
             sidecars.#spawned.push(spawned);
-            const client = createSidecarClient({ address: spawned.address });
+            const client = createSidecarClient({ address: spawned.address, token: spawned.token });
             sidecars.#closers.push(client);
             sidecars.#clients.set(agentId, client);
-            sidecars.#addresses.push({ agentId, address: spawned.address });
+            sidecars.#addresses.push({ agentId, address: spawned.address, token: spawned.token });
             options.logger.info('sidecar started', { agentId, workspace: entry.workspace, address: spawned.address, ...(entry.user ? { uid: entry.user.uid } : {}) });
             return;
           }

@@ -5,7 +5,7 @@ import { createOpenAIResponsesModel } from '../../model/openai-responses-model.j
 import type { ResponsesModel } from '../../model/responses-model.js';
 import { answerControlRequest, type ControlHooks } from '../answer-control-request.js';
 import { createApprovalOperations } from '../approvals/approval-operations.js';
-import { controlTokenPath, generateControlToken, readTokenFile, removeTokenFile, writeTokenFile } from '../auth/control-token.js';
+import { controlTokenPath, generateControlToken, makeDataDirPrivate, readTokenFile, removeTokenFile, writeTokenFile } from '../auth/control-token.js';
 import { createControlPlaneServer } from '../grpc/control-plane-server.js';
 import { JobRunner } from '../jobs/job-runner.js';
 import { Scheduler } from '../schedules/scheduler.js';
@@ -62,6 +62,7 @@ export async function runServe(io: ServeIo): Promise<number> {
     // run and written (0600) under the data folder, where local clients find it.
     const token = options.tokenFile ? await readTokenFile(options.tokenFile) : generateControlToken();
     const agents = await readAgentsFile(options.agentsFile);
+    if (await makeDataDirPrivate(options.dataDir)) logger.warn('the data folder was open to other users: narrowed it to 0700', { dataDir: options.dataDir });
     const store = await openControlPlaneStore({ dataDir: options.dataDir, claimExpirySeconds: options.claimExpirySeconds, ...(options.database ? { database: options.database } : {}) });
     cleanups.push(() => store.close());
     // The model's commands must not read the store or any token (the generated one is under the data folder).
