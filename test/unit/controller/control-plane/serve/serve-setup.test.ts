@@ -27,6 +27,15 @@ describe('readAgentsFile', () => {
     ]);
   });
 
+  it('takes a user (UID or UID:GID) for a workspace agent, with a stateDir that user can write', async () => {
+    const agents = await readAgentsFile(file('users.json', JSON.stringify({ a: { workspace: 'wa', stateDir: 'sa', user: '1001' }, b: { workspace: 'wb', stateDir: 'sb', user: '1002:50' } })));
+    expect(agents.get('a')).toEqual({ kind: 'workspace', workspace: join(dir, 'wa'), stateDir: join(dir, 'sa'), user: { uid: 1001, gid: 1001 } });
+    expect(agents.get('b')).toMatchObject({ user: { uid: 1002, gid: 50 } });
+    await expect(readAgentsFile(file('no-state.json', '{"a": {"workspace": "w", "user": "1001"}}'))).rejects.toThrow(/gives agent "a" a user but no stateDir/);
+    await expect(readAgentsFile(file('name.json', '{"a": {"workspace": "w", "stateDir": "s", "user": "alice"}}'))).rejects.toThrow(/user is "UID" or "UID:GID"/);
+    await expect(readAgentsFile(file('remote-user.json', '{"a": {"address": "x:1", "user": "1001"}}'))).rejects.toThrow(/wrong at a/);
+  });
+
   it('refuses a bad file in one line that says where and what is expected', async () => {
     await expect(readAgentsFile(join(dir, 'missing.json'))).rejects.toThrow(/cannot read the agents file/);
     await expect(readAgentsFile(file('bad.json', '{"a": '))).rejects.toThrow(/is not JSON/);
