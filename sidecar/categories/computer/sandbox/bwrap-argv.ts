@@ -89,18 +89,24 @@ export function buildSandboxArgv(options: CommandSpec & { policy: SandboxPolicy;
     const hooks = realEntry(path.join(workspace, '.git', 'hooks'));
     if (hooks?.dir && isUnder(hooks.real, workspace)) args.push('--ro-bind', hooks.real, hooks.real);
   }
+  // Read-only once the readable exceptions are mounted in it (their mount points are made in the tmpfs).
+  const remounts: string[] = [];
   for (const given of policy.hide) {
     const entry = realEntry(given);
     if (!entry || entry.real === '/') continue;
     // What lies under /tmp is gone already (a fresh tmpfs) unless the workspace brought it back.
     if (isUnder(entry.real, '/tmp') && !isUnder(entry.real, workspace)) continue;
-    if (entry.dir) args.push('--tmpfs', entry.real, '--remount-ro', entry.real);
+    if (entry.dir) {
+      args.push('--tmpfs', entry.real);
+      remounts.push('--remount-ro', entry.real);
+    }
     else args.push('--ro-bind', '/dev/null', entry.real);
   }
   for (const given of policy.readable) {
     const entry = realEntry(given);
     if (entry) args.push('--ro-bind', entry.real, entry.real);
   }
+  args.push(...remounts);
   args.push('--unshare-user', '--disable-userns', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try');
   const env: NodeJS.ProcessEnv = { ...options.env, TMPDIR: '/tmp' };
   let command: string[] = [...argv];
