@@ -47,7 +47,7 @@ export function openRequest(agentId: string, kind = TurnKind.TURN_KIND_TEXT): Tu
   return {
     request: {
       $case: 'open',
-      value: { context: { agentId, turnId: `turn-${Math.random()}`, kind, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined } },
+      value: { context: { agentId, turnId: `turn-${Math.random()}`, kind, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined, sandbox: undefined } },
     },
   };
 }
