@@ -28,7 +28,7 @@ export interface CliSidecar {
  *   `signal` aborts; a file error for an unreadable `--token-file` or a failed copy.
  */
 export async function connectCliSidecar(
-  options: Pick<CliOptions, 'sidecar' | 'tokenFile' | 'workspace'>,
+  options: Pick<CliOptions, 'sidecar' | 'tokenFile' | 'workspace' | 'sandbox'>,
   cleanups: Array<() => Promise<void>>,
   signal: AbortSignal,
   progress: (line: string) => void,
@@ -46,6 +46,7 @@ export async function connectCliSidecar(
     // than a folder per run under ~/.local/state.
     extraArgs.push('--state-dir', join(scratch, 'state'));
   }
+  if (options.sandbox) extraArgs.push('--sandbox', options.sandbox);
   progress(`▶ starting the sidecar over ${workspace}`);
   const spawned = await spawnSidecar({ workspace, signal, extraArgs });
   cleanups.push(() => spawned.stop());

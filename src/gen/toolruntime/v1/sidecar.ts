@@ -450,7 +450,10 @@ export interface ToolResult {
   /**
    * Set when the call failed. Codes: "invalid_arguments", "arguments_too_large", "unknown_tool",
    * "duplicate_call_id", "tool_failed", "timeout", "aborted", "too_many_calls", "internal",
-   * "denied" (the client refused approval).
+   * "denied" (the client refused approval), "sandbox_unavailable" (a process-starting tool cannot
+   * confine its process as the sidecar's --sandbox asks: nothing ran; the message names the cause
+   * and the fix), "sandbox_denied" (the sandbox's policy forbids it: a write under read-only, a
+   * hidden path).
    */
   error:
     | ToolError
