@@ -1,4 +1,5 @@
 import { CompiledQuery, type Transaction } from 'kysely';
+import pg from 'pg';
 import PgBoss from 'pg-boss';
 import type { PostgresDatabase } from './postgres-schema.js';
 
@@ -38,6 +39,19 @@ export interface TaskAttemptClaim {
  */
 const QUEUED_RETENTION_DAYS = 3650;
 
+/**
+ * The advisory lock a controller holds while it creates pg-boss queues. pg-boss serialises only its
+ * own schema install: two `pgboss.create_queue` calls at once deadlock (each inserts its queue row,
+ * then adds a foreign key to the queue table, which waits for the other's insert), so controllers
+ * started together on a fresh database failed about one start in nine. Distinct from the store's
+ * migration lock.
+ */
+const QUEUE_CREATION_LOCK = 0x746f6f71; // 'tooq'
+/** How long creating queues waits for another controller's creation (it takes milliseconds). */
+const QUEUE_LOCK_TIMEOUT = '60s';
+/** Tries of one queue creation that PostgreSQL ends as a deadlock victim (SQLSTATE 40P01). */
+const DEADLOCK_TRIES = 5;
+
 /** Runs pg-boss's SQL inside the caller's Kysely transaction. */
 function inTransaction(trx: Transaction<PostgresDatabase>) {
   return { executeSql: async (text: string, values: unknown[]) => ({ rows: (await trx.executeQuery(CompiledQuery.raw(text, values))).rows as unknown[] }) };
@@ -59,17 +73,23 @@ function inTransaction(trx: Transaction<PostgresDatabase>) {
 export class PgBossClaims {
   readonly #boss: PgBoss;
   readonly #expireInSeconds: number;
+  readonly #url: string;
+  /** Queues known to exist (queues are never deleted), or being created by this process. */
+  readonly #queues = new Map<string, Promise<void>>();
 
-  private constructor(boss: PgBoss, expireInSeconds: number) {
+  private constructor(boss: PgBoss, expireInSeconds: number, url: string) {
     this.#boss = boss;
     this.#expireInSeconds = expireInSeconds;
+    this.#url = url;
   }
 
   /**
    * Starts pg-boss on the database (its own schema `pgboss`, migrated by pg-boss under its own lock)
-   * and creates the queues when missing.
+   * and creates the queues when missing (under an advisory lock, so controllers started together do
+   * not deadlock).
    *
-   * @throws Error from pg-boss when the database cannot be reached or migrated.
+   * @throws Error from pg-boss when the database cannot be reached or migrated, or the queues
+   *   cannot be created within 60 s.
    */
   static async start(options: PgBossClaimsOptions): Promise<PgBossClaims> {
     const expireInSeconds = options.expireInSeconds ?? 900;
@@ -86,10 +106,59 @@ export class PgBossClaims {
     // next claim or send reports its own error to the caller.
     boss.on('error', () => undefined);
     await boss.start();
-    for (const queue of [JOB_TURN_QUEUE, TASK_ATTEMPT_QUEUE]) {
-      await boss.createQueue(queue, { name: queue, policy: 'short', retryLimit: 1_000_000, retryDelay: 1, expireInSeconds });
+    const claims = new PgBossClaims(boss, expireInSeconds, options.url);
+    try {
+      await claims.#ensureQueues([JOB_TURN_QUEUE, TASK_ATTEMPT_QUEUE]);
+    } catch (cause) {
+      await claims.stop().catch(() => undefined);
+      throw cause;
     }
-    return new PgBossClaims(boss, expireInSeconds);
+    return claims;
+  }
+
+  /**
+   * Creates the queues that do not exist yet. The advisory lock is the fix for controllers started
+   * together (a retry alone would redo the DDL under contention each time); the bounded retry on a
+   * deadlock covers creations by processes that do not take the lock (an older controller during a
+   * rolling upgrade) and pg-boss's own maintenance.
+   */
+  async #ensureQueues(names: readonly string[]): Promise<void> {
+    await Promise.all(
+      names.map((name) => {
+        let known = this.#queues.get(name);
+        if (!known) {
+          known = this.#createQueue(name);
+          this.#queues.set(name, known);
+          // A failed creation is tried again by the next caller.
+          known.catch(() => this.#queues.delete(name));
+        }
+        return known;
+      }),
+    );
+  }
+
+  async #createQueue(name: string): Promise<void> {
+    if (await this.#boss.getQueue(name)) return;
+    // The lock lives on a session of its own: pg-boss runs createQueue on its pool, and the session
+    // ending (also when this process dies) releases it.
+    const lock = new pg.Client({ connectionString: this.#url, connectionTimeoutMillis: 15_000 });
+    lock.on('error', () => undefined); // a lost session fails the query below
+    await lock.connect();
+    try {
+      await lock.query(`SET lock_timeout = '${QUEUE_LOCK_TIMEOUT}'`);
+      await lock.query('SELECT pg_advisory_lock($1)', [QUEUE_CREATION_LOCK]);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await this.#boss.createQueue(name, { name, policy: 'short', retryLimit: 1_000_000, retryDelay: 1, expireInSeconds: this.#expireInSeconds });
+          return;
+        } catch (error) {
+          if ((error as { code?: unknown }).code !== '40P01' || attempt >= DEADLOCK_TRIES) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 50 * attempt + Math.random() * 50));
+        }
+      }
+    } finally {
+      await lock.end().catch(() => undefined);
+    }
   }
 
   /** Queues a job's turn inside the caller's transaction; false when its singleton key is already queued. */
