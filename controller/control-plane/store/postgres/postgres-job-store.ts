@@ -144,6 +144,11 @@ export function createPostgresJobStore(context: PostgresStoreContext, claims: Pg
               .where('job_id', '=', row.job_id)
               .returningAll()
               .executeTakeFirstOrThrow();
+          }).catch(async (error: unknown) => {
+            // The turn was claimed outside this transaction: hand it back (in `finally`), or it would
+            // stay claimed by nobody until pg-boss expires it (--claim-expiry-s, 900 s by default).
+            notNow.push(claim);
+            throw error;
           });
           if (taken === 'done') await claims.complete(claim.id);
           else if (taken === 'not-here') notNow.push(claim);

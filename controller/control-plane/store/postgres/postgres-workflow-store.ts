@@ -242,6 +242,11 @@ export function createPostgresWorkflowStore(context: PostgresStoreContext, claim
               .execute();
             await trx.insertInto('workflow_attempts').values({ run_id: run.run_id, task_id: task.task_id, attempt, started_at: iso(), finished_at: null, outcome: null, error: null, owner: input.owner }).execute();
             return { runId: run.run_id, taskId: task.task_id, agentId: run.agent_id, attempt, claimId: job.id };
+          }).catch(async (error: unknown) => {
+            // The job was fetched (made active) outside this transaction: hand it back (in `finally`), or it would
+            // stay claimed by nobody until pg-boss expires it (--claim-expiry-s, 900 s by default).
+            notHere.push(job.id);
+            throw error;
           });
           if (taken === 'not-here') notHere.push(job.id);
           else if (taken !== 'done') return taken;
