@@ -3,10 +3,24 @@ import pg from 'pg';
 import PgBoss from 'pg-boss';
 import type { PostgresDatabase } from './postgres-schema.js';
 
-/** The pg-boss queue whose jobs are background-job turns (one per queued job, a schedule firing's included). */
+import { createHash } from 'node:crypto';
+
+/**
+ * The prefix of the pg-boss queues whose jobs are background-job turns: one queue per agent
+ * (`tools-runtime-job-turns.AGENT`), so a controller fetches only the turns of agents it serves.
+ * The bare name is the queue every agent shared before (still drained: see `fetchLegacy`).
+ */
 export const JOB_TURN_QUEUE = 'tools-runtime-job-turns';
-/** The pg-boss queue whose jobs are workflow task attempts (one per queued or running attempt). */
+/** The prefix of the per-agent pg-boss queues of workflow task attempts (and the old shared queue's name). */
 export const TASK_ATTEMPT_QUEUE = 'tools-runtime-task-attempts';
+
+/**
+ * The queue of `agentId`'s work of one kind. An agents file's ids (letters, digits, `.`, `_`, `-`,
+ * at most 128) are used as they are; any other id by a hash of it, after `~`, which no plain id has.
+ */
+export function agentQueue(prefix: typeof JOB_TURN_QUEUE | typeof TASK_ATTEMPT_QUEUE, agentId: string): string {
+  return /^[A-Za-z0-9._-]{1,128}$/.test(agentId) ? `${prefix}.${agentId}` : `${prefix}.~${createHash('sha256').update(agentId).digest('hex').slice(0, 32)}`;
+}
 
 /** Options of the claims. */
 export interface PgBossClaimsOptions {
@@ -17,17 +31,20 @@ export interface PgBossClaimsOptions {
   maintenanceIntervalSeconds?: number;
 }
 
-/** One claimed job turn. */
-export interface JobTurnClaim {
-  /** pg-boss's id of the claim. */
+/** A claim's pg-boss job: its id and its queue (pg-boss addresses a job by both). */
+export interface QueuedJob {
+  /** pg-boss's id of the claim (the same id across pg-boss's retries of it). */
   id: string;
+  queue: string;
+}
+
+/** One claimed job turn. */
+export interface JobTurnClaim extends QueuedJob {
   jobId: string;
 }
 
 /** One claimed workflow task attempt. */
-export interface TaskAttemptClaim {
-  /** pg-boss's id of the claim (the same id across pg-boss's retries of it). */
-  id: string;
+export interface TaskAttemptClaim extends QueuedJob {
   runId: string;
   taskId: string;
 }
@@ -58,7 +75,10 @@ function inTransaction(trx: Transaction<PostgresDatabase>) {
 }
 
 /**
- * The control plane's work as pg-boss jobs, so that work is claimed, not assigned. Workflow task
+ * The control plane's work as pg-boss jobs, so that work is claimed, not assigned. Each agent has
+ * its own queues, so a controller fetches only work it can serve: on one shared queue every
+ * controller fetched other agents' work and handed it back, and as pg-boss counts each hand-back
+ * as a retry, work for an agent no controller served ran out of retries and was stuck for good. Workflow task
  * attempts: each queued attempt is one pg-boss job, sent in the transaction that made the task
  * ready, fetched (SKIP LOCKED) by whichever controller asks first, completed or cancelled in the
  * transaction that ends the attempt, and expired by pg-boss when its controller dies, after which
@@ -76,6 +96,10 @@ export class PgBossClaims {
   readonly #url: string;
   /** Queues known to exist (queues are never deleted), or being created by this process. */
   readonly #queues = new Map<string, Promise<void>>();
+  /** The old shared queues that exist on this database (created by an earlier version), still to be drained. */
+  readonly #legacy = new Set<string>();
+  /** Where the next fetch over several queues starts, so one busy agent does not starve the others. */
+  #turn = 0;
 
   private constructor(boss: PgBoss, expireInSeconds: number, url: string) {
     this.#boss = boss;
@@ -108,7 +132,7 @@ export class PgBossClaims {
     await boss.start();
     const claims = new PgBossClaims(boss, expireInSeconds, options.url);
     try {
-      await claims.#ensureQueues([JOB_TURN_QUEUE, TASK_ATTEMPT_QUEUE]);
+      for (const legacy of [JOB_TURN_QUEUE, TASK_ATTEMPT_QUEUE]) if (await boss.getQueue(legacy)) claims.#legacy.add(legacy);
     } catch (cause) {
       await claims.stop().catch(() => undefined);
       throw cause;
@@ -161,26 +185,44 @@ export class PgBossClaims {
     }
   }
 
-  /** Queues a job's turn inside the caller's transaction; false when its singleton key is already queued. */
-  async enqueue(trx: Transaction<PostgresDatabase>, input: { jobId: string; singletonKey: string }): Promise<boolean> {
-    const id = await this.#boss.send(JOB_TURN_QUEUE, { jobId: input.jobId }, { singletonKey: input.singletonKey, expireInSeconds: this.#expireInSeconds, retentionDays: QUEUED_RETENTION_DAYS, db: inTransaction(trx) });
+  /**
+   * Creates the agents' queues (job turns and task attempts) where missing. Called before the
+   * transaction that sends to one (never inside it: creating a queue is DDL on other connections,
+   * which would wait on the transaction's locks while it waits on them).
+   *
+   * @throws Error when a queue cannot be created within 60 s.
+   */
+  async ensureAgents(agentIds: Iterable<string>): Promise<void> {
+    const names: string[] = [];
+    for (const agentId of agentIds) names.push(agentQueue(JOB_TURN_QUEUE, agentId), agentQueue(TASK_ATTEMPT_QUEUE, agentId));
+    await this.#ensureQueues(names);
+  }
+
+  /**
+   * Queues a job's turn on its agent's queue inside the caller's transaction; false when its
+   * singleton key is already queued. The agent's queue must exist (`ensureAgents`).
+   */
+  async enqueue(trx: Transaction<PostgresDatabase>, input: { agentId: string; jobId: string; singletonKey: string }): Promise<boolean> {
+    const id = await this.#boss.send(agentQueue(JOB_TURN_QUEUE, input.agentId), { jobId: input.jobId }, { singletonKey: input.singletonKey, expireInSeconds: this.#expireInSeconds, retentionDays: QUEUED_RETENTION_DAYS, db: inTransaction(trx) });
     return id !== null;
   }
 
-  /** Claims the next job turn, or undefined when none is queued. */
-  async fetch(): Promise<JobTurnClaim | undefined> {
-    const [job] = await this.#boss.fetch<{ jobId: string }>(JOB_TURN_QUEUE, { batchSize: 1 });
-    return job ? { id: job.id, jobId: job.data.jobId } : undefined;
+  /** Claims the next job turn of one of the agents, or undefined when none is queued. */
+  async fetch(agentIds: readonly string[]): Promise<JobTurnClaim | undefined> {
+    const job = await this.#fetchFirst<{ jobId: string }>(agentIds.map((agentId) => agentQueue(JOB_TURN_QUEUE, agentId)));
+    return job ? { id: job.id, queue: job.queue, jobId: job.data.jobId } : undefined;
   }
 
-  /** Ends a claim for good (the job was recorded, or no longer needs a turn). */
-  async complete(claimId: string): Promise<void> {
-    await this.#boss.complete(JOB_TURN_QUEUE, claimId);
+  /** Ends a claim for good (the job was recorded, or no longer needs a turn); in the caller's transaction when given. */
+  async complete(claim: QueuedJob, trx?: Transaction<PostgresDatabase>): Promise<void> {
+    await this.#boss.complete(claim.queue, claim.id, {}, trx ? { db: inTransaction(trx) } : {});
   }
 
-  /** Gives a claim back: the job turn becomes claimable again after pg-boss's retry delay (1 s). */
-  async handBack(claimIds: string[]): Promise<void> {
-    if (claimIds.length > 0) await this.#boss.fail(JOB_TURN_QUEUE, claimIds);
+  /** Gives claims back: each becomes claimable again after pg-boss's retry delay (1 s). */
+  async handBack(claims: readonly QueuedJob[]): Promise<void> {
+    const byQueue = new Map<string, string[]>();
+    for (const claim of claims) byQueue.set(claim.queue, [...(byQueue.get(claim.queue) ?? []), claim.id]);
+    for (const [queue, ids] of byQueue) await this.#boss.fail(queue, ids);
   }
 
   /** How long a claim lives before pg-boss expires it (s). */
@@ -189,13 +231,14 @@ export class PgBossClaims {
   }
 
   /**
-   * Queues a task's next attempt inside the caller's transaction and returns the claim's id.
+   * Queues a task's next attempt on its agent's queue inside the caller's transaction and returns
+   * the claim's id. The agent's queue must exist (`ensureAgents`).
    *
    * @throws Error when the task already has a queued attempt (its singleton key): the store's
    *   bookkeeping would be wrong.
    */
-  async enqueueTask(trx: Transaction<PostgresDatabase>, input: { runId: string; taskId: string }): Promise<string> {
-    const id = await this.#boss.send(TASK_ATTEMPT_QUEUE, { runId: input.runId, taskId: input.taskId }, {
+  async enqueueTask(trx: Transaction<PostgresDatabase>, input: { agentId: string; runId: string; taskId: string }): Promise<string> {
+    const id = await this.#boss.send(agentQueue(TASK_ATTEMPT_QUEUE, input.agentId), { runId: input.runId, taskId: input.taskId }, {
       singletonKey: `task:${input.runId}:${input.taskId}`,
       expireInSeconds: this.#expireInSeconds,
       retentionDays: QUEUED_RETENTION_DAYS,
@@ -205,24 +248,48 @@ export class PgBossClaims {
     return id;
   }
 
-  /** Claims the next queued task attempt, or undefined when none is queued. */
-  async fetchTask(): Promise<TaskAttemptClaim | undefined> {
-    const [job] = await this.#boss.fetch<{ runId: string; taskId: string }>(TASK_ATTEMPT_QUEUE, { batchSize: 1 });
-    return job ? { id: job.id, runId: job.data.runId, taskId: job.data.taskId } : undefined;
+  /** Claims the next queued task attempt of one of the agents, or undefined when none is queued. */
+  async fetchTask(agentIds: readonly string[]): Promise<TaskAttemptClaim | undefined> {
+    const job = await this.#fetchFirst<{ runId: string; taskId: string }>(agentIds.map((agentId) => agentQueue(TASK_ATTEMPT_QUEUE, agentId)));
+    return job ? { id: job.id, queue: job.queue, runId: job.data.runId, taskId: job.data.taskId } : undefined;
   }
 
-  /** Ends task attempt claims for good, inside the caller's transaction (queued ones are cancelled, active ones completed). */
-  async endTasks(trx: Transaction<PostgresDatabase>, claimIds: string[]): Promise<void> {
+  /**
+   * Claims the next job of the old shared queue (`JOB_TURN_QUEUE` or `TASK_ATTEMPT_QUEUE`), which
+   * an earlier version filled with every agent's work: the store moves each to its agent's queue.
+   * Undefined when that queue never existed here or is empty.
+   */
+  async fetchLegacy<T>(queue: typeof JOB_TURN_QUEUE | typeof TASK_ATTEMPT_QUEUE): Promise<(QueuedJob & { data: T }) | undefined> {
+    if (!this.#legacy.has(queue)) return undefined;
+    const [job] = await this.#boss.fetch<T>(queue, { batchSize: 1 });
+    return job ? { id: job.id, queue, data: job.data } : undefined;
+  }
+
+  /**
+   * Ends task attempt claims of `agentId` for good, inside the caller's transaction (queued ones
+   * are cancelled, active ones completed). A claim an earlier version made on the shared queue is
+   * ended there too.
+   */
+  async endTasks(trx: Transaction<PostgresDatabase>, agentId: string, claimIds: string[]): Promise<void> {
     if (claimIds.length === 0) return;
     const db = inTransaction(trx);
-    // (pg-boss 10's complete() takes an id list only without options at run time, so one call per id.)
-    for (const id of claimIds) await this.#boss.complete(TASK_ATTEMPT_QUEUE, id, {}, { db });
-    await this.#boss.cancel(TASK_ATTEMPT_QUEUE, claimIds, { db });
+    const queues = [agentQueue(TASK_ATTEMPT_QUEUE, agentId), ...(this.#legacy.has(TASK_ATTEMPT_QUEUE) ? [TASK_ATTEMPT_QUEUE] : [])];
+    for (const queue of queues) {
+      // (pg-boss 10's complete() takes an id list only without options at run time, so one call per id.)
+      for (const id of claimIds) await this.#boss.complete(queue, id, {}, { db });
+      await this.#boss.cancel(queue, claimIds, { db });
+    }
   }
 
-  /** Gives task attempt claims back: claimable again after pg-boss's retry delay (1 s). */
-  async handBackTasks(claimIds: string[]): Promise<void> {
-    if (claimIds.length > 0) await this.#boss.fail(TASK_ATTEMPT_QUEUE, claimIds);
+  /** Fetches from the queues in turn, starting one further each call; the first job found. */
+  async #fetchFirst<T>(queues: readonly string[]): Promise<(QueuedJob & { data: T }) | undefined> {
+    const start = this.#turn++;
+    for (let i = 0; i < queues.length; i++) {
+      const queue = queues[(start + i) % queues.length]!;
+      const [job] = await this.#boss.fetch<T>(queue, { batchSize: 1 });
+      if (job) return { id: job.id, queue, data: job.data };
+    }
+    return undefined;
   }
 
   /** Stops pg-boss and closes its pool. */
