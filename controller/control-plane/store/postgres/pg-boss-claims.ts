@@ -29,6 +29,8 @@ export interface PgBossClaimsOptions {
   expireInSeconds?: number;
   /** How often pg-boss looks for expired claims (default: a third of the expiry, between 1 and 60 s). */
   maintenanceIntervalSeconds?: number;
+  /** Called with each failure pg-boss reports as an event (a lost connection during maintenance); the default drops them. */
+  onError?: (error: unknown) => void;
 }
 
 /** A claim's pg-boss job: its id and its queue (pg-boss addresses a job by both). */
@@ -126,9 +128,9 @@ export class PgBossClaims {
       maintenanceIntervalSeconds: options.maintenanceIntervalSeconds ?? Math.min(60, Math.max(1, Math.floor(expireInSeconds / 3))),
       monitorStateIntervalSeconds: 3600,
     });
-    // pg-boss reports background failures (a lost connection during maintenance) as events; the
-    // next claim or send reports its own error to the caller.
-    boss.on('error', () => undefined);
+    // pg-boss reports background failures (a lost connection during maintenance) as events; without
+    // a listener they would crash the process. The next claim or send reports its own error to its caller.
+    boss.on('error', options.onError ?? (() => undefined));
     await boss.start();
     const claims = new PgBossClaims(boss, expireInSeconds, options.url);
     try {

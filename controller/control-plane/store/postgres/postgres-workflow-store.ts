@@ -190,6 +190,8 @@ export function createPostgresWorkflowStore(context: PostgresStoreContext, claim
   };
 
   return {
+    claimLifetimeMs: claims.expireInSeconds * 1000,
+
     async createRun(input) {
       await claims.ensureAgents([input.agentId]);
       return tx(async (trx) => {
