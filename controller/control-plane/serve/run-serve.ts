@@ -60,7 +60,7 @@ export async function runServe(io: ServeIo): Promise<number> {
   try {
     const token = options.tokenFile ? await readToken(options.tokenFile) : undefined;
     const agents = await readAgentsFile(options.agentsFile);
-    const store = await openControlPlaneStore({ dataDir: options.dataDir, claimExpirySeconds: options.claimExpirySeconds, ...(options.database ? { database: options.database } : {}) });
+    const store = await openControlPlaneStore({ dataDir: options.dataDir, claimExpirySeconds: options.claimExpirySeconds, logger, ...(options.database ? { database: options.database } : {}) });
     cleanups.push(() => store.close());
     const sidecars = await AgentSidecars.start({ agents, signal: io.signal, logger });
     cleanups.push(() => sidecars.close());
@@ -76,9 +76,8 @@ export async function runServe(io: ServeIo): Promise<number> {
       turnOptions,
       logger,
       maxRunningTasks: options.maxRunningTasks,
-      // On PostgreSQL a task's claim is a pg-boss job that expires after --claim-expiry-s and cannot
-      // be extended: a task turn ends before then, so a live controller never has its claim taken over.
-      attemptTimeoutMs: options.database ? Math.min(options.taskTimeoutMs, Math.max(1_000, options.claimExpirySeconds * 1000 - 2_000)) : options.taskTimeoutMs,
+      // (On PostgreSQL the runner ends a task turn before its claim expires: the store's claimLifetimeMs.)
+      attemptTimeoutMs: options.taskTimeoutMs,
       ...onTurnEvent,
     });
     const hooks: ControlHooks = { workflowRunner };
@@ -118,7 +117,13 @@ export async function runServe(io: ServeIo): Promise<number> {
       }
       return answerControlRequest({ store, request, hooks });
     };
-    const server = createControlPlaneServer({ answer, approvals: createApprovalOperations(store.approvals), ...(token ? { token } : {}), logger });
+    const server = createControlPlaneServer({
+      answer,
+      approvals: createApprovalOperations(store.approvals),
+      ...(token ? { token } : {}),
+      ...(store.watchHealth ? { watchStoreHealth: store.watchHealth.bind(store) } : {}),
+      logger,
+    });
     cleanups.push(() => server.close({ graceMs: 1_000 }));
     const address = await server.listen(options.listen);
     if (consoleFlags && feed) {
