@@ -30,7 +30,8 @@ export interface ProxyEndpoint {
 /** The loopback port the proxy answers on inside the sandbox (its own network namespace). */
 export const SANDBOX_PROXY_PORT = 3128;
 /** Where the proxy's socket is mounted inside the sandbox. */
-const SANDBOX_PROXY_SOCKET = '/run/tools-runtime-proxy.sock';
+// In the sandbox's own /tmp (a tmpfs, so bwrap can make the mount point; the rest is read-only).
+const SANDBOX_PROXY_SOCKET = '/tmp/.tools-runtime-proxy.sock';
 
 const isUnder = (child: string, parent: string) => child === parent || child.startsWith(parent.endsWith('/') ? parent : `${parent}/`);
 
