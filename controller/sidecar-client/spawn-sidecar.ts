@@ -27,26 +27,40 @@ export function sidecarCommand(built = runningBuilt): { command: string; args: s
 }
 
 /**
- * MERGE SWITCH (issue 28 × the sandbox branch): whether the sidecar this build starts accepts
- * `--hide PATH`. The sidecar rejects flags it does not know, so until the sandbox work (which adds
- * `--hide`) is merged this stays false and `sidecarHideArgs` passes nothing. Turn it to true at
- * that merge: every sidecar the controller spawns then hides its data folder and token files from
- * the model's processes and file tools.
- */
-export const SIDECAR_ACCEPTS_HIDE = false;
-
-/**
  * The arguments that hide `paths` (the controller's data folder, its token files) from every process
- * a spawned sidecar starts for the model and from its file tools: `--hide PATH` each, duplicates
- * and empty entries dropped. Returns `[]` while `accepted` (default `SIDECAR_ACCEPTS_HIDE`) is false.
+ * a spawned sidecar starts for the model and from its file tools (the sidecar's sandbox masks
+ * them): `--hide PATH` each, duplicates and empty entries dropped. A path that does not exist yet
+ * is still passed: the sandbox resolves hidden paths at each command.
  */
-export function sidecarHideArgs(paths: readonly string[], accepted: boolean = SIDECAR_ACCEPTS_HIDE): string[] {
-  if (!accepted) return [];
+export function sidecarHideArgs(paths: readonly string[]): string[] {
   return [...new Set(paths.filter((path) => path !== ''))].flatMap((path) => ['--hide', path]);
+}
+
+/** The sidecar's `{"event":"sandbox",...}` line: what its commands run under (sidecar/sandbox-report.ts). */
+export interface SidecarSandboxEvent {
+  mode: string;
+  network: string;
+  /** False: the sandbox cannot be had, and the sidecar's process tools refuse every call. */
+  ok: boolean;
+  cause?: string;
+  fix?: string;
+  warning?: string;
+}
+
+/** One line for a person: what the sidecar's commands run under, or why they cannot run and the fix. */
+export function describeSidecarSandbox(event: SidecarSandboxEvent): string {
+  if (!event.ok) return `sandbox unavailable: commands will be refused (${event.cause}). Fix: ${event.fix}`;
+  if (event.mode === 'off') return `sandbox off: ${event.warning ?? 'commands run unconfined'}`;
+  return `commands run sandboxed (${event.mode}, network ${event.network})`;
 }
 
 /** A sidecar child process that is listening. */
 export interface SpawnedSidecar {
+  /**
+   * Its sandbox line, which follows the listening line once the sidecar has probed bubblewrap;
+   * `undefined` when the sidecar exits without one.
+   */
+  sandbox: Promise<SidecarSandboxEvent | undefined>;
   /** `127.0.0.1:PORT`, as the sidecar printed it. */
   address: string;
   /** The bearer token the sidecar requires on every RPC (generated for this child; only the spawner holds it). */
@@ -127,6 +141,9 @@ export async function spawnSidecar(options: {
     stderr = (stderr + chunk).slice(-65_536);
   });
   const exited = once(child, 'exit').then(() => undefined);
+  let reportSandbox: (event: SidecarSandboxEvent | undefined) => void = () => {};
+  const sandbox = new Promise<SidecarSandboxEvent | undefined>((resolve) => (reportSandbox = resolve));
+  void exited.then(() => reportSandbox(undefined));
   const timeoutMs = options.timeoutMs ?? 30_000;
   try {
     const address = await new Promise<string>((resolve, reject) => {
@@ -140,6 +157,7 @@ export async function spawnSidecar(options: {
       createInterface({ input: child.stdout! }).on('line', (line) => {
         try {
           const event = JSON.parse(line) as { event?: string; address?: string };
+          if (event.event === 'sandbox') reportSandbox(event as unknown as SidecarSandboxEvent);
           if (event.event === 'listening' && typeof event.address === 'string') {
             clearTimeout(timer);
             options.signal?.removeEventListener('abort', onAbort);
@@ -168,7 +186,7 @@ export async function spawnSidecar(options: {
       process.off('exit', onExit);
     };
     removeTokenFile();
-    return { address, token, child, stderr: () => stderr, stop };
+    return { address, token, child, sandbox, stderr: () => stderr, stop };
   } catch (error) {
     removeTokenFile();
     signalGroup('SIGKILL');

@@ -13,6 +13,7 @@ import {
 } from '../../../src/gen/toolruntime/v1/control_plane.js';
 import { isControlPlaneError } from '../control-plane-error.js';
 import { createTokenInterceptor } from '../../../sidecar/grpc/auth-interceptor.js';
+import type { StoreHealth } from '../store/control-plane-store.js';
 import { createSidecarHealth } from '../../../sidecar/grpc/health-service.js';
 import { addLazyReflection } from '../../../sidecar/grpc/lazy-reflection.js';
 import { boundAddress } from '../../../sidecar/grpc/listen-address.js';
@@ -73,6 +74,8 @@ export function createControlPlaneServer(options: {
   /** The bearer token every RPC needs (`--token-file`'s, or one `serve` generated). */
   token: string;
   logger: Logger;
+  /** The store's health (`ControlPlaneStore.watchHealth`): while its database is lost, health says NOT_SERVING. */
+  watchStoreHealth?: (listener: (health: StoreHealth) => void) => () => void;
 }): ControlPlaneServer {
   const { logger } = options;
   if (!options.token) throw new ToolRuntimeError('invalid_request', 'the control-plane server needs a token: every RPC must carry a credential');
@@ -141,6 +144,19 @@ export function createControlPlaneServer(options: {
   server.addService(ControlPlaneServiceService, implementation);
   const health = createSidecarHealth({ '': 'SERVING', [SERVICE_NAME]: 'SERVING' });
   health.addToServer(server);
+  // NOT_SERVING while draining or closing, and while the store's database is lost (a readiness
+  // probe takes the controller out; its RPCs would fail anyway).
+  let draining = false;
+  let storeOk = true;
+  const showHealth = () => {
+    const status = draining || !storeOk ? 'NOT_SERVING' : 'SERVING';
+    health.setStatus('', status);
+    health.setStatus(SERVICE_NAME, status);
+  };
+  const unwatchStore = options.watchStoreHealth?.((store) => {
+    storeOk = store.ok;
+    showHealth();
+  });
   // Loaded on the first reflection request, as the sidecar does.
   addLazyReflection(server, 'toolruntime/v1/control_plane.proto');
   let listening = false;
@@ -166,13 +182,14 @@ export function createControlPlaneServer(options: {
       return boundAddress(address, port);
     },
     drain() {
-      health.setStatus('', 'NOT_SERVING');
-      health.setStatus(SERVICE_NAME, 'NOT_SERVING');
+      draining = true;
+      showHealth();
     },
     close({ graceMs = 5_000 } = {}) {
       closing ??= (async () => {
-        health.setStatus('', 'NOT_SERVING');
-        health.setStatus(SERVICE_NAME, 'NOT_SERVING');
+        draining = true;
+        unwatchStore?.();
+        showHealth();
         const shutdown = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
         let timer: NodeJS.Timeout | undefined;
         await Promise.race([shutdown, new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);

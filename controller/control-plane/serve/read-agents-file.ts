@@ -6,7 +6,7 @@ import { errorMessage, ToolRuntimeError } from '../../../src/index.js';
 /** Where one agent's sidecar is: a running one, or a workspace to start one over. */
 export type AgentSidecarEntry =
   | { kind: 'address'; address: string; tokenFile?: string }
-  | { kind: 'workspace'; workspace: string; stateDir?: string; user?: { uid: number; gid: number } };
+  | { kind: 'workspace'; workspace: string; stateDir?: string; sandbox?: 'off' | 'read-only' | 'workspace-write'; user?: { uid: number; gid: number } };
 
 /**
  * The most agents one `serve` process takes: a platform's fleet (the fleet simulation runs 1,000),
@@ -20,6 +20,7 @@ const entry = z.union([
   z.strictObject({
     workspace: z.string().min(1).max(4096),
     stateDir: z.string().min(1).max(4096).optional(),
+    sandbox: z.enum(['off', 'read-only', 'workspace-write']).optional(),
     // Another user for the sidecar (and so every command of the model): it cannot read this
     // controller's data folder or token files, sandbox or not. Numeric, as the kernel takes it.
     user: z.string().regex(/^\d{1,10}(:\d{1,10})?$/, 'user is "UID" or "UID:GID" (numbers)').optional(),
@@ -30,9 +31,10 @@ const file = z.record(z.string(), entry);
 /**
  * Reads `serve --agents FILE`: a JSON object mapping each agent id to its sidecar, either
  * `{"address": "HOST:PORT", "tokenFile": "F"}` (a sidecar that runs already) or
- * `{"workspace": "DIR", "stateDir": "DIR", "user": "UID[:GID]"}` (one to start over that workspace,
- * as that user when `user` is given; then `stateDir` is required, a folder that user can write).
- * Relative paths are read from the file's folder.
+ * `{"workspace": "DIR", "stateDir": "DIR", "sandbox": "off|read-only|workspace-write", "user": "UID[:GID]"}`
+ * (one to start over that workspace; `sandbox` is its `--sandbox`, the sidecar's default when
+ * absent; as that user when `user` is given, and then `stateDir` is required, a folder that user
+ * can write). Relative paths are read from the file's folder.
  *
  * @throws ToolRuntimeError `invalid_request` with a one-line reason: unreadable file, not JSON, an
  *   entry of neither shape, a bad agent id, `user` without `stateDir`, no agents or more than MAX_AGENTS.
@@ -77,7 +79,13 @@ export async function readAgentsFile(path: string): Promise<Map<string, AgentSid
       id,
       'address' in value
         ? { kind: 'address', address: value.address, ...(value.tokenFile ? { tokenFile: resolve(base, value.tokenFile) } : {}) }
-        : { kind: 'workspace', workspace: resolve(base, value.workspace), ...(value.stateDir ? { stateDir: resolve(base, value.stateDir) } : {}), ...(user ? { user } : {}) },
+        : {
+            kind: 'workspace',
+            workspace: resolve(base, value.workspace),
+            ...(value.stateDir ? { stateDir: resolve(base, value.stateDir) } : {}),
+            ...(value.sandbox ? { sandbox: value.sandbox } : {}),
+            ...(user ? { user } : {}),
+          },
     );
   }
   return agents;

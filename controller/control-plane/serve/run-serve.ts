@@ -63,7 +63,7 @@ export async function runServe(io: ServeIo): Promise<number> {
     const token = options.tokenFile ? await readTokenFile(options.tokenFile) : generateControlToken();
     const agents = await readAgentsFile(options.agentsFile);
     if (await makeDataDirPrivate(options.dataDir)) logger.warn('the data folder was open to other users: narrowed it to 0700', { dataDir: options.dataDir });
-    const store = await openControlPlaneStore({ dataDir: options.dataDir, claimExpirySeconds: options.claimExpirySeconds, ...(options.database ? { database: options.database } : {}) });
+    const store = await openControlPlaneStore({ dataDir: options.dataDir, claimExpirySeconds: options.claimExpirySeconds, logger, ...(options.database ? { database: options.database } : {}) });
     cleanups.push(() => store.close());
     // The model's commands must not read the store or any token (the generated one is under the data folder).
     const hide = [options.dataDir, ...(options.tokenFile ? [options.tokenFile] : []), ...(consoleFlags?.tokenFile ? [consoleFlags.tokenFile] : [])];
@@ -81,9 +81,8 @@ export async function runServe(io: ServeIo): Promise<number> {
       turnOptions,
       logger,
       maxRunningTasks: options.maxRunningTasks,
-      // On PostgreSQL a task's claim is a pg-boss job that expires after --claim-expiry-s and cannot
-      // be extended: a task turn ends before then, so a live controller never has its claim taken over.
-      attemptTimeoutMs: options.database ? Math.min(options.taskTimeoutMs, Math.max(1_000, options.claimExpirySeconds * 1000 - 2_000)) : options.taskTimeoutMs,
+      // (On PostgreSQL the runner ends a task turn before its claim expires: the store's claimLifetimeMs.)
+      attemptTimeoutMs: options.taskTimeoutMs,
       ...onTurnEvent,
     });
     const hooks: ControlHooks = { workflowRunner };
@@ -123,7 +122,13 @@ export async function runServe(io: ServeIo): Promise<number> {
       }
       return answerControlRequest({ store, request, hooks });
     };
-    const server = createControlPlaneServer({ answer, approvals: createApprovalOperations(store.approvals), token, logger });
+    const server = createControlPlaneServer({
+      answer,
+      approvals: createApprovalOperations(store.approvals),
+      token,
+      ...(store.watchHealth ? { watchStoreHealth: store.watchHealth.bind(store) } : {}),
+      logger,
+    });
     cleanups.push(() => server.close({ graceMs: 1_000 }));
     const address = await server.listen(options.listen);
     const tokenFile = options.tokenFile ?? controlTokenPath({ dataDir: options.dataDir, kind: 'control-plane', address });

@@ -20,6 +20,7 @@ import { startScriptedAgentModel, type ScriptedAgentModel } from '../../fakes/sc
 import { controlPlaneClient, until } from '../../fixtures/control-plane-client.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
 import { requireSystemTools } from '../../fixtures/system-tools.js';
+import { testSandboxMode } from '../../fixtures/test-sandbox.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const AGENT_UID = 65534; // nobody: owns none of the controller's files
@@ -71,8 +72,8 @@ describe('a process started by the model\'s commands, against the control plane 
     writeFileSync(
       agents,
       JSON.stringify({
-        'agent-a': { workspace: join(dir, 'ws-a'), stateDir: join(dir, 'state-a'), user: String(AGENT_UID) },
-        'agent-b': { workspace: join(dir, 'ws-b'), stateDir: join(dir, 'state-b') },
+        'agent-a': { workspace: join(dir, 'ws-a'), stateDir: join(dir, 'state-a'), user: String(AGENT_UID), sandbox: 'off' },
+        'agent-b': { workspace: join(dir, 'ws-b'), stateDir: join(dir, 'state-b'), sandbox: testSandboxMode() },
       }),
     );
     model = await startScriptedAgentModel();

@@ -10,7 +10,7 @@ import {
   removeTokenFile,
   writeTokenFile,
 } from '../../../../../controller/control-plane/auth/control-token.js';
-import { sidecarHideArgs, SIDECAR_ACCEPTS_HIDE } from '../../../../../controller/sidecar-client/spawn-sidecar.js';
+import { sidecarHideArgs } from '../../../../../controller/sidecar-client/spawn-sidecar.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'control-token-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -64,9 +64,8 @@ describe('control tokens', () => {
 });
 
 describe('sidecarHideArgs (the data folder and token files, hidden from the model by the sandbox)', () => {
-  it('passes --hide for each path once the sidecar accepts it, and nothing before', () => {
-    expect(sidecarHideArgs(['/data', '/data/tokens/x.token', '', '/data'], true)).toEqual(['--hide', '/data', '--hide', '/data/tokens/x.token']);
-    expect(sidecarHideArgs(['/data'], false)).toEqual([]);
-    expect(sidecarHideArgs(['/data'])).toEqual(SIDECAR_ACCEPTS_HIDE ? ['--hide', '/data'] : []);
+  it('passes --hide once for each path', () => {
+    expect(sidecarHideArgs(['/data', '/data/tokens/x.token', '', '/data'])).toEqual(['--hide', '/data', '--hide', '/data/tokens/x.token']);
+    expect(sidecarHideArgs([])).toEqual([]);
   });
 });
