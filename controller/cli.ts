@@ -103,7 +103,7 @@ async function runOneTurn(
   // The model (the SDK's load, the embedded server) starts while the sidecar starts: start-up is on the path.
   const starting = createCliModel(options, cleanups, signal);
   starting.catch(() => {}); // awaited below; a failure surfaces there
-  const { address, token } = io.earlySidecar ? await io.earlySidecar.adopt(progress) : await connectCliSidecar(options, cleanups, signal, progress);
+  const { address, token } = io.earlySidecar ? await io.earlySidecar.adopt(progress) : await connectCliSidecar({ ...options, hide: consoleRun.flags?.tokenFile ? [consoleRun.flags.tokenFile] : [] }, cleanups, signal, progress);
   const model = await starting;
 
   let events: NodeJS.WritableStream | undefined;
@@ -129,7 +129,8 @@ async function runOneTurn(
     cleanups.push(() => started.close());
     onEvent = started.onEvent({ turnId, agentId: options.agentId, label: options.prompt.slice(0, 120) }, onEvent);
     started.onCancel(turnId, () => cancelled.abort(new Error('cancelled from the console')));
-    io.stderr.write(`▶ console at ${started.url}\n`);
+    // The one line that carries the token (as Jupyter prints its URL); later mentions show the bare URL.
+    io.stderr.write(`▶ console at ${started.linkWithToken}\n  (the token is in ${started.tokenFile}; the page keeps it, so later visits need only ${started.url})\n`);
   }
 
   const client = createSidecarClient({ address, ...(token ? { token } : {}) });

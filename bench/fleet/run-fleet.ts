@@ -79,10 +79,14 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     const agentIds = Array.from({ length: options.agents }, (_, i) => `agent-${String(i).padStart(4, '0')}`);
     const agentsFile = join(dir, 'agents.json');
     writeFileSync(agentsFile, JSON.stringify(Object.fromEntries(agentIds.map((id, i) => [id, { address: sidecars[i % sidecars.length]!.address }]))));
+    // One token for the fleet's controllers, as a deployment shares one (deploy/secrets.example.yaml).
+    const token = 'fleet-controller-token';
+    const tokenFile = join(dir, 'controller.token');
+    writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
     const startServe = () =>
       startSidecar({
         entry: 'controller/control-plane-main.ts',
-        args: ['serve', '--listen', '127.0.0.1:0', '--database', url, '--agents', agentsFile, '--claim-expiry-s', '8', '--grace-ms', '3000', '--approve', 'never', '--embedded'],
+        args: ['serve', '--listen', '127.0.0.1:0', '--token-file', tokenFile, '--database', url, '--agents', agentsFile, '--claim-expiry-s', '8', '--grace-ms', '3000', '--approve', 'never', '--embedded'],
         env: { OPENAI_API_KEY: '', OPENAI_BASE_URL: '', DATABASE_URL: '' },
         timeoutMs: 90_000,
       });
@@ -95,7 +99,7 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     db = new pg.Client({ connectionString: url });
     await db.connect();
     const started = performance.now();
-    const clients = serves.map((serve) => controlPlaneClient(serve!.address));
+    const clients = serves.map((serve) => controlPlaneClient(serve!.address, token));
     let expectedJobs = 0;
     let expectedSchedules = 0;
     let expectedWorkflows = 0;

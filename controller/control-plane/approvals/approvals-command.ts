@@ -1,9 +1,10 @@
-import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { errorMessage } from '../../../src/index.js';
 import { approvalStateToJSON, ControlPlaneServiceClient, type Approval } from '../../../src/gen/toolruntime/v1/control_plane.js';
 import type { CliIo } from '../../cli.js';
+import { findControlToken } from '../auth/control-token.js';
+import { defaultDataDir } from '../store/default-data-dir.js';
 
 const USAGE = `Usage: npm run controller -- approvals list [--all] [--agent ID] [--json]
        npm run controller -- approvals approve ID [--reason TEXT]
@@ -13,8 +14,10 @@ Lists and decides the calls that wait for approval in turns a \`controller serve
 jobs, scheduled turns), through its ControlPlaneService.
 
 Options:
-  --address HOST:PORT   the serve process (default 127.0.0.1:7400)
-  --token-file FILE     bearer token (first line of FILE)
+  --address ADDR        the serve process (default 127.0.0.1:7400; unix:PATH for a socket)
+  --data-dir DIR        the serve process's data folder, where it wrote the token it generated
+                        (default ~/.local/state/tools-runtime/controller)
+  --token-file FILE     bearer token (first line of FILE): the serve process's --token-file
   --all                 list decided and expired approvals too (default: pending only)
   --agent ID            only this agent's approvals
   --json                one JSON object per approval, per line
@@ -44,6 +47,7 @@ export async function runApprovalsCommand(args: string[], io: CliIo): Promise<nu
       options: {
         address: { type: 'string' },
         'token-file': { type: 'string' },
+        'data-dir': { type: 'string' },
         all: { type: 'boolean' },
         agent: { type: 'string' },
         json: { type: 'boolean' },
@@ -66,16 +70,18 @@ export async function runApprovalsCommand(args: string[], io: CliIo): Promise<nu
     io.stderr.write(`error: expected "list", "approve ID" or "deny ID", got "${positionals.join(' ')}"\n\n${USAGE}\n`);
     return 2;
   }
+  const address = values.address ?? '127.0.0.1:7400';
   const metadata = new Metadata();
-  if (values['token-file']) {
-    const token = (await readFile(values['token-file'], 'utf8').catch(() => '')).split('\n')[0]?.trim();
-    if (!token) {
-      io.stderr.write(`error: cannot read a token from ${values['token-file']}\n`);
-      return 1;
-    }
+  try {
+    // The serve process's token: --token-file, else the one it generated under its data folder.
+    const dataDir = values['data-dir'] ?? defaultDataDir();
+    const token = await findControlToken({ ...(values['token-file'] ? { tokenFile: values['token-file'] } : {}), dataDir, kind: 'control-plane', address });
     metadata.set('authorization', `Bearer ${token}`);
+  } catch (error) {
+    io.stderr.write(`error: ${errorMessage(error)}\n`);
+    return 1;
   }
-  const client = new ControlPlaneServiceClient(values.address ?? '127.0.0.1:7400', credentials.createInsecure());
+  const client = new ControlPlaneServiceClient(address, credentials.createInsecure());
   const deadline = new Date(Date.now() + 10_000);
   const unary = <Req, Res>(method: (request: Req, metadata: Metadata, options: { deadline: Date }, callback: (error: ServiceError | null, response: Res) => void) => unknown, request: Req) =>
     new Promise<Res>((resolve, reject) => {

@@ -84,7 +84,9 @@ function parseWorkflowFlags(flags: string[], io: CliIo): WorkflowFlags | number 
     return usage('workflows take their prompts from the workflow file; --prompt and --events-file do not apply');
   }
   try {
-    return { options: parseCliOptions(rest, io.env), dataDir: dataDir ?? defaultDataDir() };
+    const resolvedDataDir = dataDir ?? defaultDataDir();
+    // options.dataDir is the folder the sidecar hides from the model's commands: this run's store.
+    return { options: { ...parseCliOptions(rest, io.env), dataDir: resolvedDataDir }, dataDir: resolvedDataDir };
   } catch (error) {
     return usage(errorMessage(error));
   }

@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { createJsonLogger, errorMessage, type Logger } from '../../../src/index.js';
 import type { ControlReply, ControlRequest } from '../../../src/gen/toolruntime/v1/control_plane.js';
 import { startEmbeddedModel, EMBEDDED_MODEL_NAME } from '../../model/embedded-model.js';
@@ -6,6 +5,7 @@ import { createOpenAIResponsesModel } from '../../model/openai-responses-model.j
 import type { ResponsesModel } from '../../model/responses-model.js';
 import { answerControlRequest, type ControlHooks } from '../answer-control-request.js';
 import { createApprovalOperations } from '../approvals/approval-operations.js';
+import { controlTokenPath, generateControlToken, makeDataDirPrivate, readTokenFile, removeTokenFile, writeTokenFile } from '../auth/control-token.js';
 import { createControlPlaneServer } from '../grpc/control-plane-server.js';
 import { JobRunner } from '../jobs/job-runner.js';
 import { Scheduler } from '../schedules/scheduler.js';
@@ -58,11 +58,16 @@ export async function runServe(io: ServeIo): Promise<number> {
   const logger = createJsonLogger({ stream: io.stderr, fields: { component: 'controller' } });
   const cleanups: Array<() => Promise<void>> = [];
   try {
-    const token = options.tokenFile ? await readToken(options.tokenFile) : undefined;
+    // Every RPC needs a token, loopback included: without --token-file one is generated for this
+    // run and written (0600) under the data folder, where local clients find it.
+    const token = options.tokenFile ? await readTokenFile(options.tokenFile) : generateControlToken();
     const agents = await readAgentsFile(options.agentsFile);
+    if (await makeDataDirPrivate(options.dataDir)) logger.warn('the data folder was open to other users: narrowed it to 0700', { dataDir: options.dataDir });
     const store = await openControlPlaneStore({ dataDir: options.dataDir, claimExpirySeconds: options.claimExpirySeconds, logger, ...(options.database ? { database: options.database } : {}) });
     cleanups.push(() => store.close());
-    const sidecars = await AgentSidecars.start({ agents, signal: io.signal, logger });
+    // The model's commands must not read the store or any token (the generated one is under the data folder).
+    const hide = [options.dataDir, ...(options.tokenFile ? [options.tokenFile] : []), ...(consoleFlags?.tokenFile ? [consoleFlags.tokenFile] : [])];
+    const sidecars = await AgentSidecars.start({ agents, hide, signal: io.signal, logger });
     cleanups.push(() => sidecars.close());
     const model = await createModel(options, cleanups);
 
@@ -120,15 +125,20 @@ export async function runServe(io: ServeIo): Promise<number> {
     const server = createControlPlaneServer({
       answer,
       approvals: createApprovalOperations(store.approvals),
-      ...(token ? { token } : {}),
+      token,
       ...(store.watchHealth ? { watchStoreHealth: store.watchHealth.bind(store) } : {}),
       logger,
     });
     cleanups.push(() => server.close({ graceMs: 1_000 }));
     const address = await server.listen(options.listen);
+    const tokenFile = options.tokenFile ?? controlTokenPath({ dataDir: options.dataDir, kind: 'control-plane', address });
+    if (!options.tokenFile) {
+      await writeTokenFile(tokenFile, token);
+      cleanups.push(() => removeTokenFile(tokenFile, token));
+    }
     if (consoleFlags && feed) {
       const { startServeConsole } = await import('../../console/serve-console.js'); // loaded only with --console
-      const web = await startServeConsole({ flags: consoleFlags, feed, store, agents: () => sidecars.sidecarAddresses(), answer, ...(token ? { serveToken: token } : {}), logger });
+      const web = await startServeConsole({ flags: consoleFlags, feed, store, agents: () => sidecars.sidecarAddresses(), answer, serveToken: token, generated: !options.tokenFile, dataDir: options.dataDir, logger });
       cleanups.push(() => web.close());
     }
     const { resumed } = await jobRunner.start();
@@ -137,8 +147,8 @@ export async function runServe(io: ServeIo): Promise<number> {
     const runningRuns = (await store.workflows.listRuns({ state: 'running', limit: 10_000 })).filter((run) => known.has(run.agentId)).length;
     workflowRunner.serveAgents(known);
     scheduler.start();
-    io.stdout.write(`${JSON.stringify({ event: 'listening', address, dataDir: options.dataDir, agents: sidecars.agentIds, resumedJobs: resumed, runningWorkflowRuns: runningRuns })}\n`);
-    logger.info('controller serving', { address, store: store.location, agents: sidecars.agentIds, auth: token !== undefined });
+    io.stdout.write(`${JSON.stringify({ event: 'listening', address, tokenFile, dataDir: options.dataDir, agents: sidecars.agentIds, resumedJobs: resumed, runningWorkflowRuns: runningRuns })}\n`);
+    logger.info('controller serving', { address, store: store.location, agents: sidecars.agentIds, tokenFile });
 
     await new Promise<void>((resolve) => {
       if (io.signal.aborted) resolve();
@@ -178,12 +188,4 @@ async function createModel(options: ServeOptions, cleanups: Array<() => Promise<
     stream: settings.stream,
     includeEncryptedReasoning: !settings.embedded && (!baseURL || new URL(baseURL).hostname === 'api.openai.com'),
   });
-}
-
-async function readToken(path: string): Promise<string> {
-  const token = (await readFile(path, 'utf8').catch((error: unknown) => {
-    throw new Error(`cannot read the token file ${path}: ${errorMessage(error)}`);
-  })).split('\n')[0]?.trim() ?? '';
-  if (token === '') throw new Error(`the token file ${path} is empty`);
-  return token;
 }

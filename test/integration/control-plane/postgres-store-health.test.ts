@@ -82,14 +82,17 @@ describe('the PostgreSQL store: errors logged, a lost database in the health ser
   it('a lost database turns the health service NOT_SERVING and is logged', async () => {
     const logger = recordingLogger();
     const { store } = await open({ logger });
-    const server = createControlPlaneServer({ answer: async () => ({ reply: undefined }), logger: silentLogger, watchStoreHealth: store.watchHealth!.bind(store) });
+    const server = createControlPlaneServer({ answer: async () => ({ reply: undefined }), token: 'health-token', logger: silentLogger, watchStoreHealth: store.watchHealth!.bind(store) });
     cleanups.push(() => server.close({ graceMs: 0 }));
     const address = await server.listen('127.0.0.1:0');
     const definition = grpc.loadPackageDefinition(protoLoader.loadSync(healthProto, { keepCase: true, enums: String, defaults: true }));
-    const Health = (definition as unknown as { grpc: { health: { v1: { Health: new (address: string, credentials: grpc.ChannelCredentials) => grpc.Client & { check: (request: object, callback: (error: Error | null, reply: { status: string }) => void) => void } } } } }).grpc.health.v1.Health;
+    const Health = (definition as unknown as { grpc: { health: { v1: { Health: new (address: string, credentials: grpc.ChannelCredentials) => grpc.Client & { check: (request: object, metadata: grpc.Metadata, callback: (error: Error | null, reply: { status: string }) => void) => void } } } } }).grpc.health.v1.Health;
     const client = new Health(address, grpc.credentials.createInsecure());
     cleanups.push(async () => client.close());
-    const status = () => new Promise<string>((resolve, reject) => client.check({ service: '' }, (error, reply) => (error ? reject(error) : resolve(reply.status))));
+    // Health needs the token like every RPC (the probe sends it: deploy/grpc-health-probe.mjs).
+    const metadata = new grpc.Metadata();
+    metadata.set('authorization', 'Bearer health-token');
+    const status = () => new Promise<string>((resolve, reject) => client.check({ service: '' }, metadata, (error, reply) => (error ? reject(error) : resolve(reply.status))));
     expect(await status()).toBe('SERVING');
     await cluster.stop();
     await until(async () => (await status()) === 'NOT_SERVING', 'health NOT_SERVING after the database stopped');

@@ -9,6 +9,7 @@ import { functionCallItem, messageItem } from '../../../controller/model/respons
 import type { ResponseItem } from '../../../controller/model/responses-model.js';
 import { ControlPlaneServiceClient, JobState, type Job } from '../../../src/gen/toolruntime/v1/control_plane.js';
 import { startScriptedResponsesServer, type ScriptedResponsesServer } from '../../fakes/scripted-responses-server.js';
+import { generatedToken } from '../../fixtures/control-plane-client.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'serve-approvals-'));
@@ -16,6 +17,7 @@ const workspace = join(dir, 'workspace');
 let model: ScriptedResponsesServer;
 let serve: StartedSidecar;
 let client: ControlPlaneServiceClient;
+const metadata = new grpc.Metadata();
 
 const write = (callId: string, path: string) =>
   ({ output: [functionCallItem({ callId, name: 'write_file', arguments: JSON.stringify({ path, content: `written by ${callId}` }) })] as ResponseItem[] });
@@ -38,6 +40,8 @@ beforeAll(async () => {
     timeoutMs: 60_000,
   });
   client = new ControlPlaneServiceClient(serve.address, grpc.credentials.createInsecure());
+  // The token serve generated (no --token-file), where `approvals` finds it too.
+  metadata.set('authorization', `Bearer ${generatedToken(join(dir, 'data'), serve.address)}`);
 }, 90_000);
 afterAll(async () => {
   client?.close();
@@ -47,9 +51,9 @@ afterAll(async () => {
 });
 
 const startJob = (prompt: string) =>
-  new Promise<Job>((resolve, reject) => client.startJob({ agentId: 'agent-x', prompt }, (error, response) => (error ? reject(error) : resolve(response.job!))));
+  new Promise<Job>((resolve, reject) => client.startJob({ agentId: 'agent-x', prompt }, metadata, (error, response) => (error ? reject(error) : resolve(response.job!))));
 const showJob = (jobId: string) =>
-  new Promise<Job>((resolve, reject) => client.showJob({ agentId: 'agent-x', jobId }, (error, response) => (error ? reject(error) : resolve(response.job!))));
+  new Promise<Job>((resolve, reject) => client.showJob({ agentId: 'agent-x', jobId }, metadata, (error, response) => (error ? reject(error) : resolve(response.job!))));
 
 /** Runs `approvals ...` as the CLI does (the command's own code, in process), returning code and output. */
 async function approvals(...args: string[]) {
@@ -59,7 +63,7 @@ async function approvals(...args: string[]) {
   let err = '';
   stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
   stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
-  const code = await runApprovalsCommand([...args, '--address', serve.address], { argv: args, env: {}, stdout, stderr, signal: AbortSignal.timeout(20_000) });
+  const code = await runApprovalsCommand([...args, '--address', serve.address, '--data-dir', join(dir, 'data')], { argv: args, env: {}, stdout, stderr, signal: AbortSignal.timeout(20_000) });
   return { code, stdout: out, stderr: err };
 }
 
