@@ -61,7 +61,7 @@ export function createSidecarServer(options: {
   const health = createSidecarHealth({ '': 'SERVING', [SERVICE_NAME]: 'SERVING' });
   health.addToServer(server);
   // Loaded on the first reflection request: most sidecars never get one.
-  addLazyReflection(server, 'toolruntime/v1/sidecar.proto');
+  addLazyReflection(server, { services: [SERVICE_NAME, 'grpc.health.v1.Health'] });
 
   const credentials = options.tls
     ? grpc.ServerCredentials.createSsl(options.tls.clientCa ?? null, [{ cert_chain: options.tls.cert, private_key: options.tls.key }], options.tls.clientCa !== undefined)

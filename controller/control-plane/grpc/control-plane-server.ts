@@ -134,7 +134,7 @@ export function createControlPlaneServer(options: {
   const health = createSidecarHealth({ '': 'SERVING', [SERVICE_NAME]: 'SERVING' });
   health.addToServer(server);
   // Loaded on the first reflection request, as the sidecar does.
-  addLazyReflection(server, 'toolruntime/v1/control_plane.proto');
+  addLazyReflection(server, { services: [SERVICE_NAME, 'grpc.health.v1.Health'] });
   let listening = false;
   let closing: Promise<void> | undefined;
 
