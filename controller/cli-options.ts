@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { ToolRuntimeError } from '../src/errors.js';
 import { defaultDataDir } from './control-plane/store/default-data-dir.js';
+import { resolveDatabaseOption } from './control-plane/store/open-control-plane-store.js';
 import type { ToolSearchMode } from './loop/collect-provider-tools.js';
 
 /** The controller CLI's settings, after flags and environment. */
@@ -29,6 +30,8 @@ export interface CliOptions {
   agentId: string;
   /** The control-plane store's folder (opened when the turn first uses a control-plane tool). */
   dataDir: string;
+  /** A PostgreSQL store (`--database`, else `DATABASE_URL`) used instead of the SQLite one in `dataDir`. */
+  database?: string;
   quiet: boolean;
   /**
    * Which calls need approval: `never`, `destructive` (the default), `all` (every call that is not
@@ -71,6 +74,8 @@ Options:
   --agent-id ID           the agent the turn belongs to (default: cli-agent)
   --data-dir DIR          the control-plane store for the workflow tools (default:
                           ~/.local/state/tools-runtime/controller; opened only when used)
+  --database URL          postgres://... : use that PostgreSQL store instead (default: DATABASE_URL;
+                          the same rule as every controller command)
   --approve WHEN          never | destructive | all: which calls must be approved before they run
                           (default: destructive; all = every call that is not read-only). Asked
                           y/N at the terminal; without a terminal such calls are denied, so use
@@ -125,11 +130,18 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
         'events-file': { type: 'string' },
         'agent-id': { type: 'string' },
         'data-dir': { type: 'string' },
+        database: { type: 'string' },
         quiet: { type: 'boolean' },
         approve: { type: 'string' },
         'metrics-listen': { type: 'string' },
       },
     }).values;
+  } catch (error) {
+    throw new ToolRuntimeError('invalid_request', (error as Error).message);
+  }
+  let database: string | undefined;
+  try {
+    database = resolveDatabaseOption(parsed.database, env);
   } catch (error) {
     throw new ToolRuntimeError('invalid_request', (error as Error).message);
   }
@@ -173,6 +185,7 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
     ...(parsed['events-file'] ? { eventsFile: parsed['events-file'] } : {}),
     agentId: parsed['agent-id'] ?? 'cli-agent',
     dataDir: parsed['data-dir'] ?? defaultDataDir(),
+    ...(database ? { database } : {}),
     quiet: parsed.quiet === true,
     approve,
     ...(parsed['metrics-listen'] !== undefined ? { metricsListen: parsed['metrics-listen'] } : {}),

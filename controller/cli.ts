@@ -124,7 +124,7 @@ async function runOneTurn(
   if (consoleRun.flags) {
     // Loaded only with --console: plain turns never load the HTTP server.
     const { startCliConsole } = await import('./console/cli-console.js');
-    const started = await startCliConsole({ flags: consoleRun.flags, agentId: options.agentId, sidecarAddress: address, ...(token ? { sidecarToken: token } : {}), dataDir: options.dataDir });
+    const started = await startCliConsole({ flags: consoleRun.flags, agentId: options.agentId, sidecarAddress: address, ...(token ? { sidecarToken: token } : {}), dataDir: options.dataDir, ...(options.database ? { database: options.database } : {}) });
     consoleRun.console = started;
     cleanups.push(() => started.close());
     onEvent = started.onEvent({ turnId, agentId: options.agentId, label: options.prompt.slice(0, 120) }, onEvent);
@@ -138,6 +138,7 @@ async function runOneTurn(
   // this process, and the CLI waits for it after the answer.
   const controlPlane = createTurnControlPlane({
     dataDir: options.dataDir,
+    ...(options.database ? { database: options.database } : {}),
     agentId: options.agentId,
     model,
     client,

@@ -1,6 +1,10 @@
 // `npm start`: one agent turn from one command. Wiring only; the CLI lives in cli.ts.
 import { setFlagsFromString } from 'node:v8';
 import { startEarlySidecar } from './start-early-sidecar.js';
+import { enterUserFolder } from '../src/user-folder.js';
+
+// Relative paths in the flags mean the folder npm was run in, not the package root npm runs from.
+enterUserFolder(process.env);
 
 // Node's fetch parses HTTP with llhttp, WebAssembly: V8 compiles it with Liftoff, then again with
 // TurboFan on background threads, and the process's exit waits for that compile (20-60 ms at the

@@ -132,7 +132,8 @@ export async function runServe(io: ServeIo): Promise<number> {
     const runningRuns = (await store.workflows.listRuns({ state: 'running', limit: 10_000 })).filter((run) => known.has(run.agentId)).length;
     workflowRunner.serveAgents(known);
     scheduler.start();
-    io.stdout.write(`${JSON.stringify({ event: 'listening', address, dataDir: options.dataDir, agents: sidecars.agentIds, resumedJobs: resumed, runningWorkflowRuns: runningRuns })}\n`);
+    // `store` says which store this is (a SQLite file, or the PostgreSQL URL without its password); dataDir only for SQLite.
+    io.stdout.write(`${JSON.stringify({ event: 'listening', address, store: store.location, ...(options.database ? {} : { dataDir: options.dataDir }), agents: sidecars.agentIds, resumedJobs: resumed, runningWorkflowRuns: runningRuns })}\n`);
     logger.info('controller serving', { address, store: store.location, agents: sidecars.agentIds, auth: token !== undefined });
 
     await new Promise<void>((resolve) => {
