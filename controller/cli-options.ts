@@ -1,4 +1,6 @@
+import { statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { checkHostPort, parseArgsMessage } from '../src/cli-usage.js';
 import { ToolRuntimeError } from '../src/errors.js';
 import { defaultDataDir } from './control-plane/store/default-data-dir.js';
 import { resolveDatabaseOption } from './control-plane/store/open-control-plane-store.js';
@@ -90,6 +92,10 @@ Exit status: 0 when the turn completed; 1 with a one-line reason otherwise; 2 on
 3 when the model's answer was cut off (incomplete; the part that came is printed);
 4 when the provider reported the response failed or cancelled.`;
 
+function isDirectory(path: string): boolean {
+  return statSync(path, { throwIfNoEntry: false })?.isDirectory() === true;
+}
+
 function nonNegativeInteger(text: string | undefined, fallback: number, flag: string): number {
   if (text === undefined) return fallback;
   const value = Number(text);
@@ -137,7 +143,12 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
       },
     }).values;
   } catch (error) {
-    throw new ToolRuntimeError('invalid_request', (error as Error).message);
+    throw new ToolRuntimeError('invalid_request', parseArgsMessage(error));
+  }
+  if (parsed.sidecar !== undefined) checkHostPort(parsed.sidecar, '--sidecar', { unix: true, example: '127.0.0.1:7401' });
+  if (parsed['metrics-listen'] !== undefined) checkHostPort(parsed['metrics-listen'], '--metrics-listen', { example: '127.0.0.1:9464' });
+  if (parsed.workspace !== undefined && !isDirectory(parsed.workspace)) {
+    throw new ToolRuntimeError('invalid_request', `--workspace ${parsed.workspace} is not an existing folder (leave it out for a copy of the sample workspace)`);
   }
   let database: string | undefined;
   try {

@@ -32,6 +32,8 @@ export interface CliIo {
   stdin?: NodeJS.ReadableStream;
   /** Whether a person is at `stdin` (default `process.stdin.isTTY`); without one, approvals are denied. */
   isTerminal?: boolean;
+  /** Called once the model turn has ended (what follows: waiting for workflow runs, the console serving on). */
+  onTurnEnded?: () => void;
   /** The sidecar child `npm start` began before loading this module (`startEarlySidecar`), used instead of starting one. */
   earlySidecar?: EarlySidecar;
 }
@@ -51,7 +53,8 @@ export async function runCli(io: CliIo): Promise<number> {
     options = parseCliOptions(taken.argv, io.env);
   } catch (error) {
     await io.earlySidecar?.close();
-    io.stderr.write(`error: ${errorMessage(error)}\n\n${USAGE}\n`);
+    // One line and where the options are: the 40 lines of --help would bury it.
+    io.stderr.write(`error: ${errorMessage(error)}\n(npm start -- --help lists the options)\n`);
     return 2;
   }
   if (options.help) {
@@ -179,6 +182,7 @@ async function runOneTurn(
   } finally {
     if (turnSignal.aborted) turn.abort();
     else await turn.close({ timeoutMs: 5_000 });
+    io.onTurnEnded?.();
     await controlPlane.reportStartedRuns(signal, progress);
   }
 }

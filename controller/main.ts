@@ -14,6 +14,8 @@ setFlagsFromString('--liftoff-only');
 
 const controller = new AbortController();
 let firstInterrupt = 0;
+// After the turn (waiting for the workflow runs it started, or the console serving on) there is no turn to abort.
+let turnEnded = false;
 const onInterrupt = () => {
   // One Ctrl-C can arrive twice (from the terminal and relayed by tsx): only a later one forces.
   if (firstInterrupt > 0) {
@@ -21,7 +23,7 @@ const onInterrupt = () => {
     return;
   }
   firstInterrupt = Date.now();
-  process.stderr.write('\ninterrupted: aborting the turn (Ctrl-C again to force)\n');
+  process.stderr.write(`\ninterrupted: ${turnEnded ? 'stopping' : 'aborting the turn'} (Ctrl-C again to force)\n`);
   controller.abort(new Error('interrupted'));
 };
 process.on('SIGINT', onInterrupt);
@@ -38,6 +40,9 @@ process.exitCode = await runCli({
   stdout: process.stdout,
   stderr: process.stderr,
   signal: controller.signal,
+  onTurnEnded: () => {
+    turnEnded = true;
+  },
   ...(earlySidecar ? { earlySidecar } : {}),
 });
 process.off('SIGINT', onInterrupt);

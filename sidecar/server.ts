@@ -6,6 +6,7 @@ import { createTokenInterceptor } from './grpc/auth-interceptor.js';
 import { createToolSidecarServiceDefinition } from './grpc/encode-turn-response.js';
 import { createSidecarHealth } from './grpc/health-service.js';
 import { addLazyReflection } from './grpc/lazy-reflection.js';
+import { bindFailureMessage } from '../src/cli-usage.js';
 import { boundAddress, isLoopbackAddress } from './grpc/listen-address.js';
 import { createSidecarService } from './grpc/sidecar-service.js';
 import type { SidecarTelemetry } from './telemetry/sidecar-telemetry.js';
@@ -81,6 +82,9 @@ export function createSidecarServer(options: {
       listening = true;
       const port = await new Promise<number>((resolve, reject) => {
         server.bindAsync(address, credentials, (error, boundPort) => (error ? reject(error) : resolve(boundPort)));
+      }).catch(async (error: unknown) => {
+        listening = false;
+        throw new Error(await bindFailureMessage(address, '--listen', error), { cause: error });
       });
       const real = boundAddress(address, port);
       logger.info('sidecar listening', { address: real, tls: options.tls !== undefined, auth: options.token !== undefined });

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { checkHostPort } from '../../src/cli-usage.js';
 import { errorMessage, ToolRuntimeError } from '../../src/errors.js';
 
 /** The console's flags, as `npm start` and `serve` take them. */
@@ -41,6 +42,7 @@ export function takeConsoleFlags(argv: string[]): { argv: string[]; console?: Co
     }
   }
   if (tokenFile !== undefined && address === undefined) throw new ToolRuntimeError('invalid_request', '--console-token-file needs --console');
+  if (address !== undefined) checkHostPort(address, '--console', { example: '127.0.0.1:7402' });
   return { argv: rest, ...(address !== undefined ? { console: { address, ...(tokenFile ? { tokenFile } : {}) } } : {}) };
 }
 

@@ -14,6 +14,7 @@ import { isControlPlaneError } from '../control-plane-error.js';
 import { createTokenInterceptor } from '../../../sidecar/grpc/auth-interceptor.js';
 import { createSidecarHealth } from '../../../sidecar/grpc/health-service.js';
 import { addLazyReflection } from '../../../sidecar/grpc/lazy-reflection.js';
+import { bindFailureMessage } from '../../../src/cli-usage.js';
 import { boundAddress, isLoopbackAddress } from '../../../sidecar/grpc/listen-address.js';
 
 const SERVICE_NAME = 'toolruntime.v1.ControlPlaneService';
@@ -150,6 +151,9 @@ export function createControlPlaneServer(options: {
       listening = true;
       const port = await new Promise<number>((resolve, reject) => {
         server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound)));
+      }).catch(async (error: unknown) => {
+        listening = false;
+        throw new Error(await bindFailureMessage(address, '--listen', error), { cause: error });
       });
       return boundAddress(address, port);
     },

@@ -48,7 +48,7 @@ export async function runServe(io: ServeIo): Promise<number> {
     consoleFlags = taken.console;
     options = parseServeOptions(taken.argv, io.env);
   } catch (error) {
-    io.stderr.write(`error: ${errorMessage(error)}\n\n${SERVE_USAGE}\n`);
+    io.stderr.write(`error: ${errorMessage(error)}\n(npm run controller -- serve --help lists the options)\n`);
     return 2;
   }
   if (options.help) {

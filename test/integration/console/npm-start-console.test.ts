@@ -65,6 +65,9 @@ describe('npm start -- --console', () => {
       process.kill(-child.pid!, 'SIGINT');
       const [code] = (await exited) as [number | null];
       expect(code, stderr).toBe(0);
+      // The turn had ended: Ctrl-C stops the console, there is no turn to abort.
+      expect(stderr).toContain('interrupted: stopping');
+      expect(stderr).not.toContain('aborting the turn');
       await expect(fetch(`${url}api/state`)).rejects.toThrow();
     } finally {
       try {
