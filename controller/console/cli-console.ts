@@ -1,6 +1,6 @@
 import { answerControlRequest } from '../control-plane/answer-control-request.js';
 import type { ControlPlaneStore } from '../control-plane/store/control-plane-store.js';
-import { openSqliteStore } from '../control-plane/store/sqlite/open-sqlite-store.js';
+import { openControlPlaneStore } from '../control-plane/store/open-control-plane-store.js';
 import type { TurnEvent } from '../loop/turn-events.js';
 import type { ApproveCallback } from '../sidecar-client/sidecar-types.js';
 import { ConsoleApprovals } from './console-approvals.js';
@@ -39,7 +39,7 @@ export interface CliConsole {
  * @throws ToolRuntimeError `invalid_request` when the token file cannot be read or written, or the
  *   address cannot be served (bad form, in use).
  */
-export async function startCliConsole(options: { flags: ConsoleFlags; agentId: string; sidecarAddress: string; sidecarToken?: string; dataDir: string }): Promise<CliConsole> {
+export async function startCliConsole(options: { flags: ConsoleFlags; agentId: string; sidecarAddress: string; sidecarToken?: string; dataDir: string; database?: string }): Promise<CliConsole> {
   const token = options.flags.tokenFile ? await readConsoleToken(options.flags.tokenFile) : generateControlToken();
   const feed = new TurnFeed();
   const approvals = new ConsoleApprovals({ onChange: () => feed.changed('approvals') });
@@ -48,7 +48,7 @@ export async function startCliConsole(options: { flags: ConsoleFlags; agentId: s
   let server: ConsoleServer | undefined;
   try {
     await makeDataDirPrivate(options.dataDir);
-    store = await openSqliteStore({ dataDir: options.dataDir });
+    store = await openControlPlaneStore({ dataDir: options.dataDir, ...(options.database ? { database: options.database } : {}) });
     const opened = store;
     server = await startConsoleServer({
       address: options.flags.address,

@@ -1,3 +1,4 @@
+import { checkHostPort } from '../../src/cli-usage.js';
 import { ToolRuntimeError } from '../../src/errors.js';
 import { readTokenFile } from '../control-plane/auth/control-token.js';
 
@@ -52,6 +53,7 @@ export function takeConsoleFlags(argv: string[]): { argv: string[]; console?: Co
     }
   }
   if (tokenFile !== undefined && address === undefined) throw new ToolRuntimeError('invalid_request', '--console-token-file needs --console');
+  if (address !== undefined) checkHostPort(address, '--console', { example: '127.0.0.1:7402' });
   return { argv: rest, ...(address !== undefined ? { console: { address, ...(tokenFile ? { tokenFile } : {}) } } : {}) };
 }
 

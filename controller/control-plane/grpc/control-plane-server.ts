@@ -16,6 +16,7 @@ import { createTokenInterceptor } from '../../../sidecar/grpc/auth-interceptor.j
 import type { StoreHealth } from '../store/control-plane-store.js';
 import { createSidecarHealth } from '../../../sidecar/grpc/health-service.js';
 import { addLazyReflection } from '../../../sidecar/grpc/lazy-reflection.js';
+import { bindFailureMessage } from '../../../src/cli-usage.js';
 import { boundAddress } from '../../../sidecar/grpc/listen-address.js';
 
 const SERVICE_NAME = 'toolruntime.v1.ControlPlaneService';
@@ -158,7 +159,7 @@ export function createControlPlaneServer(options: {
     showHealth();
   });
   // Loaded on the first reflection request, as the sidecar does.
-  addLazyReflection(server, 'toolruntime/v1/control_plane.proto');
+  addLazyReflection(server, { services: [SERVICE_NAME, 'grpc.health.v1.Health'] });
   let listening = false;
   let closing: Promise<void> | undefined;
 
@@ -168,6 +169,9 @@ export function createControlPlaneServer(options: {
       listening = true;
       const port = await new Promise<number>((resolve, reject) => {
         server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound)));
+      }).catch(async (error: unknown) => {
+        listening = false;
+        throw new Error(await bindFailureMessage(address, '--listen', error), { cause: error });
       });
       // Only this user may connect to a unix socket (as Docker's): other users are refused by the
       // kernel before the token is even asked for. Between bind and chmod the umask's mode applies,

@@ -48,7 +48,7 @@ export async function runServe(io: ServeIo): Promise<number> {
     consoleFlags = taken.console;
     options = parseServeOptions(taken.argv, io.env);
   } catch (error) {
-    io.stderr.write(`error: ${errorMessage(error)}\n\n${SERVE_USAGE}\n`);
+    io.stderr.write(`error: ${errorMessage(error)}\n(npm run controller -- serve --help lists the options)\n`);
     return 2;
   }
   if (options.help) {
@@ -147,7 +147,8 @@ export async function runServe(io: ServeIo): Promise<number> {
     const runningRuns = (await store.workflows.listRuns({ state: 'running', limit: 10_000 })).filter((run) => known.has(run.agentId)).length;
     workflowRunner.serveAgents(known);
     scheduler.start();
-    io.stdout.write(`${JSON.stringify({ event: 'listening', address, tokenFile, dataDir: options.dataDir, agents: sidecars.agentIds, resumedJobs: resumed, runningWorkflowRuns: runningRuns })}\n`);
+    // `store` says which store this is (a SQLite file, or the PostgreSQL URL without its password); dataDir only for SQLite.
+    io.stdout.write(`${JSON.stringify({ event: 'listening', address, tokenFile, store: store.location, ...(options.database ? {} : { dataDir: options.dataDir }), agents: sidecars.agentIds, resumedJobs: resumed, runningWorkflowRuns: runningRuns })}\n`);
     logger.info('controller serving', { address, store: store.location, agents: sidecars.agentIds, tokenFile });
 
     await new Promise<void>((resolve) => {

@@ -1,4 +1,5 @@
 import { parseCliOptions, type CliOptions } from '../../cli-options.js';
+import { checkHostPort } from '../../../src/cli-usage.js';
 import { ToolRuntimeError } from '../../../src/index.js';
 import { defaultDataDir } from '../store/default-data-dir.js';
 import { resolveDatabaseOption } from '../store/open-control-plane-store.js';
@@ -103,11 +104,13 @@ export function parseServeOptions(argv: string[], env: NodeJS.ProcessEnv): Serve
   if (approve !== 'never' && approve !== 'destructive' && approve !== 'all') {
     throw new ToolRuntimeError('invalid_request', `--approve must be "never", "destructive" or "all", not "${approve}"`);
   }
+  const listen = values.get('--listen') ?? '127.0.0.1:7400';
+  checkHostPort(listen, '--listen', { unix: true, example: '127.0.0.1:7400' });
   return {
     help,
     approve,
     approvalTimeoutMs: count(values, '--approval-timeout-ms', 3_600_000, 1),
-    listen: values.get('--listen') ?? '127.0.0.1:7400',
+    listen,
     dataDir: values.get('--data-dir') ?? defaultDataDir(),
     ...databaseOption(values.get('--database'), env),
     claimExpirySeconds: count(values, '--claim-expiry-s', 900, 1),

@@ -79,6 +79,9 @@ describe('npm start -- --console', () => {
       const [code] = (await exited) as [number | null];
       expect(code, stderr).toBe(0);
       expect(existsSync(tokenFile)).toBe(false);
+      // The turn had ended: Ctrl-C stops the console, there is no turn to abort.
+      expect(stderr).toContain('interrupted: stopping');
+      expect(stderr).not.toContain('aborting the turn');
       await expect(fetch(`${url}api/state`)).rejects.toThrow();
     } finally {
       try {

@@ -1,7 +1,5 @@
 // The ControlPlaneService server on real gRPC (127.0.0.1:0): health and reflection as generic
 // clients see them, the token on every service, and ControlErrors as statuses.
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -11,8 +9,8 @@ import { ControlPlaneServiceService, type ControlRequest } from '../../../src/ge
 import { silentLogger } from '../../../src/index.js';
 import { controlPlaneClient } from '../../fixtures/control-plane-client.js';
 
-const require = createRequire(import.meta.url);
-const reflectionProtoRoot = join(dirname(require.resolve('@grpc/reflection/package.json')), 'build', 'proto');
+// gRPC's reflection.proto, as the project keeps it (proto/grpc/reflection/).
+const reflectionProtoRoot = fileURLToPath(new URL('../../../proto/', import.meta.url));
 // gRPC's own health.proto, as the project keeps it (proto/grpc/health/v1/).
 const healthProto = fileURLToPath(new URL('../../../proto/grpc/health/v1/health.proto', import.meta.url));
 type AnyClient = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
