@@ -29,16 +29,22 @@ async function bufCurl(args: string[]): Promise<string> {
 const lines = (text: string) => text.split('\n').filter(Boolean);
 
 const dir = mkdtempSync(join(tmpdir(), 'reflection-'));
+// The control plane needs its token on every call, reflection included (buf curl's -H reaches
+// reflection requests only with --reflect-header '*').
+const token = 'reflection-test-token';
+const tokenFile = join(dir, 'control.token');
+const withToken = ['-H', `authorization: Bearer ${token}`, '--reflect-header', '*'];
 let sidecar: StartedSidecar;
 let serve: StartedSidecar;
 let model: ScriptedAgentModel;
 beforeAll(async () => {
   sidecar = await startSidecar({ args: ['--listen', '127.0.0.1:0', '--workspace', dir, '--state-dir', join(dir, 'state')] });
   model = await startScriptedAgentModel();
+  writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
   const agents = join(dir, 'agents.json');
   writeFileSync(agents, JSON.stringify({ 'agent-a': { address: sidecar.address } }));
   serve = await startServe({
-    args: ['--listen', '127.0.0.1:0', '--data-dir', join(dir, 'data'), '--agents', agents, '--base-url', model.baseURL],
+    args: ['--listen', '127.0.0.1:0', '--data-dir', join(dir, 'data'), '--agents', agents, '--base-url', model.baseURL, '--token-file', tokenFile],
     env: { OPENAI_API_KEY: '', OPENAI_BASE_URL: '' },
   });
 }, 90_000);
@@ -79,18 +85,19 @@ describe('server reflection through buf curl', () => {
 
   it('the controller lists exactly what it serves, answers Health/Check, and StartJob/ShowJob with snake_case fields', async () => {
     const base = `http://${serve.address}`;
-    expect(lines(await bufCurl(['--list-services', base]))).toEqual([
+    await expect(bufCurl(['--list-services', base])).rejects.toThrow(/not authenticated/);
+    expect(lines(await bufCurl([...withToken, '--list-services', base]))).toEqual([
       'grpc.health.v1.Health',
       'grpc.reflection.v1.ServerReflection',
       'grpc.reflection.v1alpha.ServerReflection',
       'toolruntime.v1.ControlPlaneService',
     ]);
-    expect(JSON.parse(await bufCurl(['-d', '{"service":""}', `${base}/grpc.health.v1.Health/Check`]))).toEqual({ status: 'SERVING' });
-    const started = JSON.parse(await bufCurl(['-d', '{"agent_id":"agent-a","prompt":"reflected job"}', `${base}/toolruntime.v1.ControlPlaneService/StartJob`]));
+    expect(JSON.parse(await bufCurl([...withToken, '-d', '{"service":""}', `${base}/grpc.health.v1.Health/Check`]))).toEqual({ status: 'SERVING' });
+    const started = JSON.parse(await bufCurl([...withToken, '-d', '{"agent_id":"agent-a","prompt":"reflected job"}', `${base}/toolruntime.v1.ControlPlaneService/StartJob`]));
     expect(started.job).toMatchObject({ agentId: 'agent-a', prompt: 'reflected job' });
     const jobId = started.job.jobId as string;
     const done = await until(
-      async () => JSON.parse(await bufCurl(['-d', JSON.stringify({ agent_id: 'agent-a', job_id: jobId }), `${base}/toolruntime.v1.ControlPlaneService/ShowJob`])),
+      async () => JSON.parse(await bufCurl([...withToken, '-d', JSON.stringify({ agent_id: 'agent-a', job_id: jobId }), `${base}/toolruntime.v1.ControlPlaneService/ShowJob`])),
       (shown: { job: { state: string; finalText?: string } }) => shown.job.state === 'JOB_STATE_SUCCEEDED',
       'the reflected job',
     );
