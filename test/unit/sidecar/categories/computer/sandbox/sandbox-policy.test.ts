@@ -51,6 +51,12 @@ describe('the bwrap argv', () => {
     expect(at(args, '--tmpfs', '/tmp')).toBeLessThan(bind);
   });
 
+  it('a process with a PTY of its own keeps it as its controlling terminal (no --new-session)', () => {
+    const spec = buildSandboxArgv({ argv: ['/bin/bash'], cwd: workspace, env: {}, policy: policy(), bwrap: 'bwrap', terminal: true });
+    expect(spec.args).not.toContain('--new-session');
+    expect(spec.args).toContain('--die-with-parent');
+  });
+
   it('read-only binds the workspace read-only; network on keeps the host network', () => {
     expect(at(argv(policy({ mode: 'read-only' })).args, '--ro-bind', workspace, workspace)).toBeGreaterThan(-1);
     expect(argv(policy({ network: { mode: 'on' } })).args).not.toContain('--unshare-net');
