@@ -287,7 +287,7 @@ export class WorkflowRunner implements WorkflowRunnerHook {
     const attempt: RunningAttempt = { claim, abort, done: Promise.resolve() };
     this.attempts.set(claimKey(claim), attempt);
     this.known.add(claim.runId);
-    this.options.onEvent?.({ type: 'task-started', runId: claim.runId, taskId: claim.taskId, attempt: claim.attempt });
+    this.emit({ type: 'task-started', runId: claim.runId, taskId: claim.taskId, attempt: claim.attempt });
     const timeout = setTimeout(() => this.stop(attempt, 'timeout', `the task turn ran longer than ${this.attemptTimeoutMs} ms`), this.attemptTimeoutMs);
     attempt.done = this.runAttempt(attempt)
       .catch((error: unknown) => this.logger.error('a workflow task attempt stopped on an error; its claim lapses for another runner', { ...claim, error: errorMessage(error) }))
@@ -297,6 +297,18 @@ export class WorkflowRunner implements WorkflowRunnerHook {
         this.wake(claim.runId);
         this.pump();
       });
+  }
+
+  /**
+   * Tells the observer; an observer that throws is logged, never allowed to break the runner (a
+   * throw on `task-started` used to leave an attempt that was never run, its claim renewed forever).
+   */
+  private emit(event: WorkflowRunnerEvent): void {
+    try {
+      this.options.onEvent?.(event);
+    } catch (error) {
+      this.logger.error('a workflow event observer threw; the runner goes on', { event: event.type, runId: event.runId, error: errorMessage(error) });
+    }
   }
 
   private stop(attempt: RunningAttempt, reason: StopReason, message: string): void {
@@ -321,7 +333,7 @@ export class WorkflowRunner implements WorkflowRunnerHook {
     this.runIds.delete(runId);
     this.runs.delete(runId);
     if (!this.known.delete(runId)) return;
-    this.options.onEvent?.({ type: 'run-finished', runId, state: run.state, ...(run.error ? { error: run.error } : {}) });
+    this.emit({ type: 'run-finished', runId, state: run.state, ...(run.error ? { error: run.error } : {}) });
   }
 
   /** The claimed task's run, from the cache when it holds every result the task's prompt needs. */
@@ -389,7 +401,7 @@ export class WorkflowRunner implements WorkflowRunnerHook {
         const commit = await store.workflows.commitResult({ ...base, resultJson: check.resultJson });
         if (commit.committed || commit.reason === 'already_committed') {
           const resultJson = commit.committed ? check.resultJson : ((await store.workflows.getRun(claim.runId))?.tasks.find((t) => t.taskId === claim.taskId)?.resultJson ?? check.resultJson);
-          this.options.onEvent?.({ type: 'task-committed', ...base, resultJson, turnMs, controllerMs: performance.now() - afterTurn });
+          this.emit({ type: 'task-committed', ...base, resultJson, turnMs, controllerMs: performance.now() - afterTurn });
         }
         if (commit.runState !== 'running' && commit.runState !== undefined) await this.reportIfEnded(claim.runId, { state: commit.runState, ...(commit.runError ? { error: commit.runError } : {}) });
         return;
@@ -401,7 +413,7 @@ export class WorkflowRunner implements WorkflowRunnerHook {
     const ended = await store.workflows.endAttempt({ ...base, outcome: 'failed', error: reason });
     const taskFailed = ended.taskState === 'failed';
     this.logger.warn('workflow task attempt failed', { ...base, reason, taskFailed });
-    this.options.onEvent?.({ type: 'attempt-failed', ...base, reason, taskFailed, turnMs });
+    this.emit({ type: 'attempt-failed', ...base, reason, taskFailed, turnMs });
     if (ended.runState !== undefined && ended.runState !== 'running') {
       // This failure ended the run: stop its other task turns here (runners elsewhere see it at their next renewal).
       this.stopRun(claim.runId, 'run-ended', `the workflow ${ended.runState}: ${ended.runError ?? reason}`);

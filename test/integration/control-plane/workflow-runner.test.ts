@@ -13,6 +13,7 @@ import { createOpenAIResponsesModel } from '../../../controller/model/openai-res
 import type { ResponseItem } from '../../../controller/model/responses-model.js';
 import { functionCallItem, messageItem } from '../../../controller/model/responses-wire.js';
 import { createSidecarClient, type SidecarClient } from '../../../controller/sidecar-client/create-sidecar-client.js';
+import type { Logger } from '../../../src/index.js';
 import { startScriptedResponsesServer, type ScriptStep, type ScriptedResponsesServer } from '../../fakes/scripted-responses-server.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
 
@@ -46,13 +47,28 @@ const promptText = (body: Record<string, unknown>) => JSON.stringify((body.input
 
 let dirCounter = 0;
 /** A store in a fresh folder, a scripted model, and a runner over the fixture sidecar. */
-async function setUp(steps: ScriptStep[], options: { openTaskTurn?: OpenTaskTurn; leaseMs?: number; attemptTimeoutMs?: number } = {}) {
-  const store = await openSqliteStore({ dataDir: join(scratch, `data-${++dirCounter}`) });
+async function setUp(
+  steps: ScriptStep[],
+  options: { openTaskTurn?: OpenTaskTurn; leaseMs?: number; attemptTimeoutMs?: number; observe?: (event: WorkflowRunnerEvent) => void; logger?: Logger; wrapStore?: (store: ControlPlaneStore) => ControlPlaneStore } = {},
+) {
+  const opened = await openSqliteStore({ dataDir: join(scratch, `data-${++dirCounter}`) });
+  const store = options.wrapStore ? options.wrapStore(opened) : opened;
   const server = await startScriptedResponsesServer({ steps });
   const model = createOpenAIResponsesModel({ model: 'scripted', apiKey: 'test-key', baseURL: server.baseURL, stream: true, maxRetries: 0 });
   const events: WorkflowRunnerEvent[] = [];
-  const runner = new WorkflowRunner({ store, model, openTaskTurn: options.openTaskTurn ?? sidecarTaskTurns(client), leaseMs: options.leaseMs ?? 10_000, ...(options.attemptTimeoutMs ? { attemptTimeoutMs: options.attemptTimeoutMs } : {}), onEvent: (event) => events.push(event) });
-  cleanups.push(() => store.close(), () => server.close(), () => runner.close());
+  const runner = new WorkflowRunner({
+    store,
+    model,
+    openTaskTurn: options.openTaskTurn ?? sidecarTaskTurns(client),
+    leaseMs: options.leaseMs ?? 10_000,
+    ...(options.attemptTimeoutMs ? { attemptTimeoutMs: options.attemptTimeoutMs } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+    onEvent: (event) => {
+      events.push(event);
+      options.observe?.(event);
+    },
+  });
+  cleanups.push(() => opened.close(), () => server.close(), () => runner.close());
   return { store, server, runner, events };
 }
 
@@ -281,5 +297,26 @@ describe('the workflow runner over a real sidecar and a scripted model', () => {
     ]);
     expect(existsSync(probe)).toBe(false);
     expect((await store.workflows.listAttempts(runId)).map((a) => [a.taskId, a.outcome])).toEqual([['a', 'committed']]);
+  });
+});
+
+describe('the workflow runner: observers and a store that fails for a moment (issue 23 item 3)', () => {
+  const recording = () => {
+    const lines: Array<{ level: string; msg: string } & Record<string, unknown>> = [];
+    const at = (level: string) => (msg: string, fields?: Record<string, unknown>) => void lines.push({ level, msg, ...fields });
+    return { lines, logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') } satisfies Logger };
+  };
+
+  it('an observer that throws breaks nothing: the task runs, commits, the throw is logged and close() settles', async () => {
+    const { lines, logger } = recording();
+    const observe = (event: WorkflowRunnerEvent) => {
+      if (event.type === 'task-started') throw new Error('observer bug');
+    };
+    const { store, runner } = await setUp([{ output: [submit('c1', { n: 11 })] }], { observe, logger });
+    const runId = await start(store, runner, { name: 'observed', maxParallel: 1, tasks: [task('a', 'the task')] });
+    const run = await runner.waitForRun(runId, { signal: AbortSignal.timeout(15_000) });
+    expect(run?.tasks.map((t) => [t.taskId, t.state, t.attempts])).toEqual([['a', 'committed', 1]]);
+    expect(lines.find((line) => line.msg === 'a workflow event observer threw; the runner goes on')).toMatchObject({ level: 'error', event: 'task-started', error: 'observer bug' });
+    await runner.close();
   });
 });
