@@ -7,7 +7,7 @@ import type { TurnEvent } from '../../loop/turn-events.js';
 import type { ResponsesModel } from '../../model/responses-model.js';
 import type { WorkflowRunnerHook } from '../answer-control-request.js';
 import type { ControlPlaneStore } from '../store/control-plane-store.js';
-import type { TaskClaim, TaskClaimScope, WorkflowRunRecord, WorkflowTaskRecord } from '../store/workflow-store.js';
+import type { TaskClaim, TaskClaimScope, WorkflowRunRecord, WorkflowStore, WorkflowTaskRecord } from '../store/workflow-store.js';
 import { buildTaskPrompt } from './build-task-prompt.js';
 import { checkSubmittedResult } from './check-submitted-result.js';
 import { deadLocalOwners, newRunnerOwner } from './runner-owner.js';
@@ -52,6 +52,9 @@ interface RunningAttempt {
   stopReason?: StopReason;
   done: Promise<void>;
 }
+
+/** Tries of one commit of a finished turn's result (250 ms, 0.5, 1, 2, 4, 4 s between them: about 12 s). */
+const COMMIT_TRIES = 7;
 
 const claimKey = (claim: TaskClaim) => `${claim.runId}\u0000${claim.taskId}\u0000${claim.attempt}`;
 
@@ -311,6 +314,27 @@ export class WorkflowRunner implements WorkflowRunnerHook {
     }
   }
 
+  /**
+   * Commits a finished turn's accepted result, retrying a store error (a database restarting, a
+   * lost connection) with backoff, at most COMMIT_TRIES times over about 12 s: the turn and its
+   * model cost are spent, and a lost commit would run the task again. The claim is still held
+   * meanwhile; if it lapses, the store answers that the task was committed elsewhere or the run ended.
+   *
+   * @throws the store's last error when every try failed.
+   */
+  private async commitWithRetry(input: Parameters<WorkflowStore['commitResult']>[0], turnMs: number): ReturnType<WorkflowStore['commitResult']> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.options.store.workflows.commitResult(input);
+      } catch (error) {
+        if (attempt >= COMMIT_TRIES) throw error;
+        const delayMs = Math.min(4_000, 250 * 2 ** (attempt - 1));
+        this.logger.warn('could not commit a finished task turn; trying again', { runId: input.runId, taskId: input.taskId, attempt: input.attempt, try: attempt, delayMs, turnMs: Math.round(turnMs), error: errorMessage(error) });
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+      }
+    }
+  }
+
   private stop(attempt: RunningAttempt, reason: StopReason, message: string): void {
     if (attempt.stopReason) return;
     attempt.stopReason = reason;
@@ -398,7 +422,7 @@ export class WorkflowRunner implements WorkflowRunnerHook {
     if (outcome.status === 'submitted' && !signal.aborted) {
       const check = checkSubmittedResult(task.resultSchemaJson, outcome.result, { cache: this.schemas });
       if (check.ok) {
-        const commit = await store.workflows.commitResult({ ...base, resultJson: check.resultJson });
+        const commit = await this.commitWithRetry({ ...base, resultJson: check.resultJson }, turnMs);
         if (commit.committed || commit.reason === 'already_committed') {
           const resultJson = commit.committed ? check.resultJson : ((await store.workflows.getRun(claim.runId))?.tasks.find((t) => t.taskId === claim.taskId)?.resultJson ?? check.resultJson);
           this.emit({ type: 'task-committed', ...base, resultJson, turnMs, controllerMs: performance.now() - afterTurn });

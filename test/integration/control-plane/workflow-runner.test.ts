@@ -7,6 +7,7 @@ import type { ControlPlaneStore } from '../../../controller/control-plane/store/
 import { openSqliteStore } from '../../../controller/control-plane/store/sqlite/open-sqlite-store.js';
 import type { WorkflowDefinition } from '../../../controller/control-plane/store/workflow-store.js';
 import { sidecarTaskTurns, type OpenTaskTurn } from '../../../controller/control-plane/workflows/sidecar-task-turns.js';
+import { ControlPlaneError } from '../../../controller/control-plane/control-plane-error.js';
 import { WorkflowRunner, type WorkflowRunnerEvent } from '../../../controller/control-plane/workflows/workflow-runner.js';
 import { REPAIR_INSTRUCTION } from '../../../controller/loop/run-task-turn.js';
 import { createOpenAIResponsesModel } from '../../../controller/model/openai-responses-model.js';
@@ -300,7 +301,7 @@ describe('the workflow runner over a real sidecar and a scripted model', () => {
   });
 });
 
-describe('the workflow runner: observers and a store that fails for a moment (issue 23 item 3)', () => {
+describe('the workflow runner: observers and a store that fails for a moment (issue 23 items 3 and 4)', () => {
   const recording = () => {
     const lines: Array<{ level: string; msg: string } & Record<string, unknown>> = [];
     const at = (level: string) => (msg: string, fields?: Record<string, unknown>) => void lines.push({ level, msg, ...fields });
@@ -318,5 +319,26 @@ describe('the workflow runner: observers and a store that fails for a moment (is
     expect(run?.tasks.map((t) => [t.taskId, t.state, t.attempts])).toEqual([['a', 'committed', 1]]);
     expect(lines.find((line) => line.msg === 'a workflow event observer threw; the runner goes on')).toMatchObject({ level: 'error', event: 'task-started', error: 'observer bug' });
     await runner.close();
+  });
+
+  it("retries a finished turn's commit when the store fails for a moment, instead of losing the result and its model cost", async () => {
+    let failures = 2;
+    const wrapStore = (real: ControlPlaneStore): ControlPlaneStore => ({
+      ...real,
+      close: () => real.close(),
+      workflows: {
+        ...real.workflows,
+        commitResult: async (input) => {
+          if (failures-- > 0) throw new ControlPlaneError('unavailable', 'the database is restarting');
+          return real.workflows.commitResult(input);
+        },
+      },
+    });
+    const { store, server, runner } = await setUp([{ output: [submit('c1', { n: 11 })] }], { wrapStore });
+    const runId = await start(store, runner, { name: 'retried', maxParallel: 1, tasks: [task('a', 'the task')] });
+    const run = await runner.waitForRun(runId, { signal: AbortSignal.timeout(15_000) });
+    expect(run).toMatchObject({ state: 'succeeded', tasks: [{ taskId: 'a', state: 'committed', resultJson: '{"n":11}', attempts: 1 }] });
+    // One model call: the finished turn was committed, not run again.
+    expect(server.requests).toHaveLength(1);
   });
 });
