@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { checkHostPort, parseArgsMessage } from '../src/cli-usage.js';
 import { ToolRuntimeError } from '../src/errors.js';
 import { defaultDataDir } from './control-plane/store/default-data-dir.js';
-import { resolveDatabaseOption } from './control-plane/store/open-control-plane-store.js';
+import { resolveDatabaseOption } from './control-plane/store/database-option.js';
 import type { ToolSearchMode } from './loop/collect-provider-tools.js';
 
 /** The controller CLI's settings, after flags and environment. */
