@@ -50,7 +50,18 @@ class CallAbort extends Error {
 const callEnded = new CallAbort('aborted', 'the call ended');
 const resolved = Promise.resolve();
 
-const resultCodes = new Set<CallErrorCode>(['invalid_arguments', 'tool_failed', 'timeout', 'aborted', 'internal']);
+const resultCodes = new Set<CallErrorCode>([
+  'invalid_arguments',
+  'tool_failed',
+  'timeout',
+  'aborted',
+  'internal',
+  // Command sessions' own answers (sidecar/categories/computer/sessions/).
+  'session_not_found',
+  'session_ended',
+  'session_limit_reached',
+  'input_too_large',
+]);
 
 /**
  * Runs one validated call through the scheduler: waits for its ticket, sends `activity-started`,
