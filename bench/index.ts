@@ -15,6 +15,7 @@ const suites: Array<[string, () => Promise<{ run: BenchSuite }>]> = [
   ['brain', () => import('./suites/brain.js')],
   ['fleet', () => import('./suites/fleet.js')],
   ['telemetry', () => import('./suites/telemetry.js')],
+  ['sessions', () => import('./suites/sessions.js')],
 ];
 
 function format(value: number): string {
