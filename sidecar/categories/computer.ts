@@ -3,6 +3,7 @@ import type { CategoryContext } from './category.js';
 import { createFileTools } from './computer/file-tools.js';
 import { reapLeftoverCommands } from './computer/leftover-commands.js';
 import { createRunCommandTool } from './computer/run-command-tool.js';
+import { policyFor } from './computer/sandbox/start-process.js';
 import { SessionTable } from './computer/sessions/session-table.js';
 import { createSessionTools } from './computer/sessions/session-tools.js';
 
@@ -20,19 +21,22 @@ function sharedSessionTable(): SessionTable {
 /**
  * The computer category: run_command, read_file, write_file, edit_file, list_files, and the
  * command-session tools (start_command, write_session, read_session, list_sessions, kill_session),
- * all confined to `config.workspace`. Offered on text turns only (the workflow task catalog leaves
- * it out). Sessions live in `options.sessions` (createCatalogs makes one per sidecar and closes it).
+ * all confined to `config.workspace` and held to the turn's sandbox policy. Offered on text turns
+ * only (the workflow task catalog leaves it out). Sessions live in `options.sessions`
+ * (createCatalogs makes one per sidecar and closes it).
  * The first call in a process kills what earlier sidecars on the same state folder left running.
  */
 export function createComputerTools(context: CategoryContext, options: { killGraceMs?: number; sessions?: SessionTable } = {}): WorkerAgentTool[] {
   reapLeftoverCommands(context.config.stateDir);
-  const [readFile, writeFile, editFile, listFiles] = createFileTools({ config: context.config });
+  // One policy per turn: the operator's sandbox, tightened by the turn's own request.
+  const policy = policyFor(context.config, context.turn.sandbox);
+  const [readFile, writeFile, editFile, listFiles] = createFileTools({ config: context.config, policy });
   return [
-    createRunCommandTool({ config: context.config, killGraceMs: options.killGraceMs }),
+    createRunCommandTool({ config: context.config, policy, killGraceMs: options.killGraceMs }),
     readFile!,
     writeFile!,
     editFile!,
     listFiles!,
-    ...createSessionTools({ config: context.config, turn: context.turn, table: options.sessions ?? sharedSessionTable() }),
+    ...createSessionTools({ config: context.config, turn: context.turn, policy, table: options.sessions ?? sharedSessionTable() }),
   ];
 }

@@ -56,6 +56,8 @@ const resultCodes = new Set<CallErrorCode>([
   'timeout',
   'aborted',
   'internal',
+  'sandbox_unavailable',
+  'sandbox_denied',
   // Command sessions' own answers (sidecar/categories/computer/sessions/).
   'session_not_found',
   'session_ended',

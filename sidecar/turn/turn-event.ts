@@ -14,6 +14,8 @@ export type CallErrorCode = Extract<
   | 'too_many_calls'
   | 'internal'
   | 'denied'
+  | 'sandbox_unavailable'
+  | 'sandbox_denied'
   // Command sessions (sessions/session-tools.ts): each a distinct answer the model acts on.
   | 'session_not_found'
   | 'session_ended'

@@ -1,6 +1,7 @@
 // Command sessions over real gRPC against the real sidecar (sidecar/main.ts, its real catalogs):
-// real shells, a real PTY, real turns. Sandbox: none. These sessions run `/bin/sh -c` as
-// sessionCommandArgv shapes it (sidecar/categories/computer/sessions/session-command.ts).
+// real shells, a real PTY, real turns. Sandbox: test-sandbox.ts's choice (startSidecar adds it),
+// the default workspace-write where bubblewrap works, off where it does not; the server test
+// opens the network (--network on) so a second command can reach the session's server.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -8,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
 import { requireSystemTools } from '../../fixtures/system-tools.js';
+import { testSandboxMode } from '../../fixtures/test-sandbox.js';
 import { createClient, openTurn, textOf, type TurnDriver } from './turn-driver.js';
 
 let dir: string;
@@ -29,6 +31,22 @@ afterAll(() => {
 
 const start = (workspace: string, extra: string[] = []) =>
   startSidecar({ args: ['--workspace', workspace, '--state-dir', join(workspace, '.state'), '--log-level', 'error', ...extra], timeoutMs: 60_000 });
+
+/** Live (non-zombie) processes whose command line is exactly `command` (sandboxed ones too). */
+function processesWith(command: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) continue;
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ').trim() === command) found.push(Number(entry));
+    } catch {
+      // gone
+    }
+  }
+  return found;
+}
 
 /** Live (non-zombie) processes in process group `group`. */
 function membersOf(group: number): number[] {
@@ -76,7 +94,7 @@ async function readUntil(turn: TurnDriver, id: string, pattern: RegExp, seen = '
   return text;
 }
 
-describe('command sessions over gRPC (no sandbox)', () => {
+describe(`command sessions over gRPC (sandbox: ${testSandboxMode()})`, () => {
   let sidecar: StartedSidecar;
   let client: ReturnType<typeof createClient>;
   beforeAll(async () => {
@@ -148,12 +166,14 @@ describe('command sessions over gRPC (no sandbox)', () => {
   });
 });
 
-describe('command sessions with python3 over gRPC (no sandbox)', requireSystemTools({ suite: 'command sessions with python3', tools: [{ name: 'python3', executable: '/usr/bin/python3' }], aptPackages: ['python3'] }), () => {
+describe(`command sessions with python3 over gRPC (sandbox: ${testSandboxMode()}, --network on)`, requireSystemTools({ suite: 'command sessions with python3', tools: [{ name: 'python3', executable: '/usr/bin/python3' }], aptPackages: ['python3'] }), () => {
   it('starts python3 -m http.server in the workspace, queries it from a second command, kills it, and frees its port', async () => {
     const workspace = mkdtempSync(join(dir, 'www-'));
     writeFileSync(join(workspace, 'hello.txt'), 'hello from the workspace\n');
     const port = await freePort();
-    const sidecar = await start(workspace);
+    // Under --network off every sandboxed process has a network of its own: the server's loopback
+    // would not be the second command's (see docs/sessions.md).
+    const sidecar = await start(workspace, ['--network', 'on']);
     const client = createClient(sidecar.address);
     try {
       const turn = await openTurn(client, 'agent-www');
@@ -166,6 +186,7 @@ describe('command sessions with python3 over gRPC (no sandbox)', requireSystemTo
       const killed = await turn.call('stop', 'kill_session', { session_id: id });
       expect(textOf(killed)).toContain(`session ${id} ended`);
       expect(membersOf(group)).toEqual([]);
+      expect(processesWith(`python3 -u -m http.server ${port} --bind 127.0.0.1`)).toEqual([]);
       expect(await canListen(port)).toBe(true);
       await turn.end();
     } finally {
@@ -175,19 +196,20 @@ describe('command sessions with python3 over gRPC (no sandbox)', requireSystemTo
   });
 });
 
-describe('sessions die with their sidecar (no sandbox)', () => {
+describe(`sessions die with their sidecar (sandbox: ${testSandboxMode()})`, () => {
   it('leaves no session process, pipe or PTY, when the sidecar is SIGKILLed', async () => {
     const sidecar = await start(dir);
     const client = createClient(sidecar.address);
     try {
       const turn = await openTurn(client, 'agent-kill');
-      const pipe = await startSession(turn, 'pipe', { command: "sh -c 'sleep 300 & sleep 300; wait'", yield_ms: 300 });
-      const tty = await startSession(turn, 'tty', { command: 'sleep 300', tty: true, yield_ms: 300 });
-      expect(membersOf(pipe.group).length).toBeGreaterThanOrEqual(2);
-      expect(membersOf(tty.group).length).toBeGreaterThanOrEqual(1);
+      const marker = `${process.pid}${Date.now() % 100_000}`;
+      await startSession(turn, 'pipe', { command: `sh -c 'sleep 301${marker} & sleep 302${marker}; wait'`, yield_ms: 300 });
+      await startSession(turn, 'tty', { command: `sleep 303${marker}`, tty: true, yield_ms: 300 });
+      const all = () => [...processesWith(`sleep 301${marker}`), ...processesWith(`sleep 302${marker}`), ...processesWith(`sleep 303${marker}`)];
+      expect(await waitFor(() => (all().length === 3 ? true : undefined), 10_000)).toBe(true);
       await sidecar.stop('SIGKILL');
-      const left = await waitFor(() => (membersOf(pipe.group).length + membersOf(tty.group).length === 0 ? true : undefined), 15_000);
-      expect(left ? [] : [...membersOf(pipe.group), ...membersOf(tty.group)]).toEqual([]);
+      const left = await waitFor(() => (all().length === 0 ? true : undefined), 15_000);
+      expect(left ? [] : all()).toEqual([]);
     } finally {
       client.close();
       await sidecar.stop('SIGKILL');
@@ -199,10 +221,12 @@ describe('sessions die with their sidecar (no sandbox)', () => {
     const client = createClient(sidecar.address);
     try {
       const turn = await openTurn(client, 'agent-term');
-      const session = await startSession(turn, 'tty', { command: 'sleep 300', tty: true, yield_ms: 200 });
+      const marker = `sleep 304${process.pid}${Date.now() % 100_000}`;
+      await startSession(turn, 'tty', { command: marker, tty: true, yield_ms: 200 });
+      expect(await waitFor(() => (processesWith(marker).length === 1 ? true : undefined), 10_000)).toBe(true);
       await turn.end();
       expect(await sidecar.stop('SIGTERM')).toBe(0);
-      expect(await waitFor(() => (membersOf(session.group).length === 0 ? true : undefined), 10_000)).toBe(true);
+      expect(await waitFor(() => (processesWith(marker).length === 0 ? true : undefined), 10_000)).toBe(true);
     } finally {
       client.close();
       await sidecar.stop('SIGKILL');

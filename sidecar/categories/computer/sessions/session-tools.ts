@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { defineWorkerTool, textResult, ToolRuntimeError, type WorkerAgentTool } from '../../../../src/index.js';
 import type { SidecarConfig } from '../../../config.js';
 import type { TurnContext } from '../../category.js';
+import type { SandboxPolicy } from '../sandbox/index.js';
 import { commandEnv } from '../command-env.js';
 import { instanceEnv } from '../leftover-commands.js';
 import { resolveWorkspacePath } from '../workspace-path.js';
@@ -38,13 +39,16 @@ const killSchema = z.object({ session_id: sessionId });
 export interface SessionToolsOptions {
   config: SidecarConfig;
   turn: TurnContext;
+  /** The sandbox this turn's sessions run under (the same as its run_command's). */
+  policy: SandboxPolicy;
   table: SessionTable;
 }
 
 /**
  * The command-session tools of the computer category, for one turn of `turn.agentId`:
  * start_command, write_session, read_session, list_sessions and kill_session. Sessions live in
- * `table` (the sidecar's), so they outlive the turn and are seen only by the same agent.
+ * `table` (the sidecar's), so they outlive the turn and are seen only by the same agent. A session
+ * runs under the sandbox `policy` of the turn that started it, for its whole life.
  *
  * Execution modes: start_command is sequential, like run_command (it runs a command that may change
  * the workspace, ordered with the other commands and file writes). The others run in parallel with
@@ -54,7 +58,7 @@ export interface SessionToolsOptions {
  * it acts at once, and a call waiting on the session returns with its end.
  */
 export function createSessionTools(options: SessionToolsOptions): WorkerAgentTool[] {
-  const { config, turn, table } = options;
+  const { config, turn, table, policy } = options;
   const agentId = turn.agentId;
   const maxChars = config.limits.maxResultTextChars;
 
@@ -76,7 +80,8 @@ export function createSessionTools(options: SessionToolsOptions): WorkerAgentToo
       if (!(await stat(cwd).catch(() => undefined))?.isDirectory()) throw new ToolRuntimeError('invalid_arguments', `cwd ${JSON.stringify(params.cwd)} is not a directory in the workspace`);
       const tty = params.tty ?? false;
       const env = { ...commandEnv({ allowList: config.commandEnvAllowList, extra: config.commandEnv }), ...instanceEnv() };
-      const session = await table.start({ agentId, command: params.command, exec: sessionCommandArgv({ command: params.command, cwd, env, tty }), tty, ...TERMINAL });
+      const exec = await sessionCommandArgv({ command: params.command, cwd, env, tty, policy });
+      const session = await table.start({ agentId, command: params.command, exec, tty, ...TERMINAL });
       return session.serialize(async () => {
         await waitOnSession(session, boundedYield(params.yield_ms, DEFAULT_START_YIELD_MS, context), context);
         return sessionReadResult({ session, table, maxChars });
