@@ -11,7 +11,14 @@ import { createClient, openTurn, textOf, type TurnDriver } from '../sidecar/turn
 // sandbox (workspace-write, network off) under real bubblewrap, a shell session with pipes and one
 // in a PTY each try what the escape corpus tries through run_command. Where bubblewrap cannot be
 // had, start_command refuses like run_command (the second suite, which needs no bubblewrap).
-const suite = requireSystemTools({ suite: 'sandboxed command sessions', tools: [{ name: 'bwrap', executable: '/usr/bin/bwrap' }], aptPackages: ['bubblewrap'] });
+const suite = requireSystemTools({
+  suite: 'sandboxed command sessions',
+  tools: [
+    { name: 'bwrap', executable: '/usr/bin/bwrap' },
+    { name: 'python3', executable: '/usr/bin/python3' },
+  ],
+  aptPackages: ['bubblewrap', 'python3'],
+});
 
 const TOKEN = `token-${Math.random().toString(36).slice(2)}`;
 let dir: string;
@@ -84,6 +91,22 @@ describe('sandboxed command sessions (sandbox: workspace-write, network off)', s
       await turn.call(id(), 'kill_session', { session_id: session });
     });
   }
+
+  it('under --network off, a server in a shell session is queried from the same shell, and no run_command reaches it', async () => {
+    writeFileSync(join(workspace, 'page.txt'), 'served from the sandbox\n');
+    const session = await shell(turn, true);
+    const port = 20_000 + (process.pid % 20_000);
+    await type(turn, session, `python3 -m http.server ${port} --bind 127.0.0.1 > /dev/null 2>&1 & echo "server=$!"`, /server=\d/);
+    const fetch = `python3 -c "import time, urllib.request
+for i in range(100):
+    try: print('GOT', urllib.request.urlopen('http://127.0.0.1:${port}/page.txt').read().decode()); break
+    except OSError: time.sleep(0.05)"`;
+    const got = await type(turn, session, `${fetch}; echo "fetched=$?"`, /fetched=\d/);
+    expect(got).toContain('GOT served from the sandbox');
+    const outside = await turn.call(id(), 'run_command', { command: `python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:${port}/page.txt', timeout=2)"` });
+    expect(textOf(outside)).not.toContain('exit code 0');
+    await turn.call(id(), 'kill_session', { session_id: session });
+  });
 
   it('a process that left the session\'s process group (setsid) dies with the session', async () => {
     const session = await shell(turn, false);
