@@ -104,6 +104,8 @@ export class CommandSession {
       // A copy: the library writes PWD and TERM into the environment it is given.
       term = pty.spawn(exec.file, exec.args, { name: 'xterm-256color', cols, rows, cwd: exec.cwd, env: { ...exec.env } });
     } catch (error) {
+      this.screenState.dispose();
+      this.screenState = undefined;
       throw new ToolRuntimeError('tool_failed', `the command could not be started in a terminal: ${String(error)}`, { cause: error });
     }
     this.pty = term;
