@@ -5,6 +5,7 @@ import { createBrainTools } from './categories/brain.js';
 import { BrainIndex } from './categories/brain/brain-index.js';
 import type { Catalogs } from './categories/category.js';
 import { createComputerTools } from './categories/computer.js';
+import { SessionTable } from './categories/computer/sessions/session-table.js';
 import { createScheduleTools } from './categories/schedule.js';
 import { createSkillsProjection, createSkillsState } from './categories/skills.js';
 import { createSubmitResultTools } from './categories/submit-result.js';
@@ -13,7 +14,7 @@ import { createWebTools } from './categories/web.js';
 import { createWorkflowTools } from './categories/workflow.js';
 import type { SidecarConfig } from './config.js';
 
-/** The catalogs, plus `close()` for the sidecar-lifetime state they hold (the Brain index and its worker). */
+/** The catalogs, plus `close()` for the sidecar-lifetime state they hold (the Brain index and its worker, the command sessions). */
 export interface SidecarCatalogs extends Catalogs {
   close(): Promise<void>;
 }
@@ -39,10 +40,12 @@ export function createCatalogs(config: SidecarConfig, options: { logger?: Logger
       })
     : undefined;
   const getBrainIndex = () => brainIndex;
+  // Command sessions belong to the agent, not the turn: one table for the sidecar's life.
+  const sessions = new SessionTable({ limits: { maxBufferedChars: config.limits.maxResultTextChars } });
   return {
     text: [
       (context) => createTodoTools(context, todoStore),
-      (context) => createComputerTools(context),
+      (context) => createComputerTools(context, { sessions }),
       (context) => createWebTools(context),
       // The control plane's tools reach the controller over the turn's own stream: present only
       // when the client declared control_plane (background jobs also need can_spawn_jobs).
@@ -57,6 +60,7 @@ export function createCatalogs(config: SidecarConfig, options: { logger?: Logger
       (context) => createSubmitResultTools(context, { logger }),
     ],
     async close() {
+      await sessions.close();
       const index = brainIndex;
       brainIndex = undefined;
       await index?.close();

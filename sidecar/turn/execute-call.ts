@@ -50,7 +50,20 @@ class CallAbort extends Error {
 const callEnded = new CallAbort('aborted', 'the call ended');
 const resolved = Promise.resolve();
 
-const resultCodes = new Set<CallErrorCode>(['invalid_arguments', 'tool_failed', 'timeout', 'aborted', 'internal', 'sandbox_unavailable', 'sandbox_denied']);
+const resultCodes = new Set<CallErrorCode>([
+  'invalid_arguments',
+  'tool_failed',
+  'timeout',
+  'aborted',
+  'internal',
+  'sandbox_unavailable',
+  'sandbox_denied',
+  // Command sessions' own answers (sidecar/categories/computer/sessions/).
+  'session_not_found',
+  'session_ended',
+  'session_limit_reached',
+  'input_too_large',
+]);
 
 /**
  * Runs one validated call through the scheduler: waits for its ticket, sends `activity-started`,
