@@ -109,7 +109,14 @@ rmSync(stage, { recursive: true, force: true });
 mkdirSync(stage, { recursive: true });
 writeFileSync(join(stage, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
 cpSync(join(root, 'README.md'), join(stage, 'README.md'));
-cpSync(join(root, 'dist'), join(stage, 'dist'), { recursive: true, filter: (source) => !source.endsWith('.map') });
+// dist/chunks keeps an earlier build's chunks for an hour (a running sidecar may still load one):
+// only this build's chunks go in.
+const built = new Set(Object.keys(metafile.outputs).map((path) => resolve(root, path)));
+const chunks = join(root, 'dist/chunks');
+cpSync(join(root, 'dist'), join(stage, 'dist'), {
+  recursive: true,
+  filter: (source) => !source.endsWith('.map') && !source.endsWith('.build-stamp') && (!source.startsWith(`${chunks}/`) || built.has(source)),
+});
 mkdirSync(out, { recursive: true });
 const packed = JSON.parse(run('npm', ['pack', '--json', '--pack-destination', out], { cwd: stage }));
 const tarball = join(out, packed[0].filename);

@@ -1,0 +1,190 @@
+// What a newcomer does with the package, end to end: pack it (`npm run pack`), install the tarball
+// into an empty project offline, type-check and compile their own tool module against the
+// declaration files with tsc, run the three bins, host the module in a sidecar started by the bin
+// and call its tool over gRPC with the package's own client, and embed a sidecar with startSidecar.
+//
+// Offline: the project gets a lock made from this repository's (.ci/consumer-lock.mjs), so `npm ci
+// --offline` finds every tarball in the npm cache that this machine's own `npm ci` filled.
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// @ts-expect-error: a plain .mjs script of the build tooling, without declarations
+import { writeConsumerProject } from '../../../.ci/consumer-lock.mjs';
+
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+
+const toolModule = `import { z } from 'zod';
+import { defineWorkerTool, textResult, type WorkerAgentTool } from 'tools-runtime';
+import { defineToolCategory, type CategoryContext } from 'tools-runtime/sidecar';
+
+export const shout = defineWorkerTool({
+  name: 'shout',
+  description: 'Says a word loudly.',
+  schema: z.object({ word: z.string().min(1) }),
+  isReadOnly: true,
+  executionMode: 'parallel',
+  async execute({ word }, { emit }) {
+    await emit({ kind: 'shout.started', payload: { word } });
+    return textResult(word.toUpperCase() + '!');
+  },
+});
+
+export default defineToolCategory({
+  name: 'shouting',
+  create(context: CategoryContext): WorkerAgentTool[] {
+    // Only text turns, and only for agents whose id says so.
+    return context.turn.agentId.startsWith('loud-') ? [shout] : [];
+  },
+});
+`;
+
+const callScript = `import { createSidecarClient, type CallResult } from 'tools-runtime/controller';
+import { startSidecar } from 'tools-runtime/sidecar';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import category from './shout-tools.js';
+
+async function callShout(address: string, agentId: string): Promise<{ tools: string[]; result: CallResult }> {
+  const client = createSidecarClient({ address });
+  try {
+    const turn = await client.openTurn({ agentId, turnId: 'turn-1' });
+    const result = await turn.call({ callId: 'c1', name: 'shout', argumentsJson: '{"word":"hello"}' }).result;
+    await turn.close();
+    return { tools: turn.tools.map((tool) => tool.name), result };
+  } finally {
+    client.close();
+  }
+}
+
+const [address] = process.argv.slice(2);
+if (address) {
+  // A sidecar the bin started: call its tool.
+  console.log(JSON.stringify(await callShout(address, 'loud-1')));
+} else {
+  // Embedded: only this category, no built-in ones.
+  const workspace = mkdtempSync(join(tmpdir(), 'embedded-'));
+  const sidecar = await startSidecar({ workspace, stateDir: join(workspace, '.state'), categories: [category], builtInCategories: false });
+  const loud = await callShout(sidecar.address, 'loud-2');
+  const quiet = await callShout(sidecar.address, 'quiet');
+  await sidecar.close();
+  console.log(JSON.stringify({ loud, quiet }));
+}
+`;
+
+describe('the packed package in an empty project', () => {
+  let dir: string;
+  let project: string;
+  const bin = (name: string) => join(project, 'node_modules/.bin', name);
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'packed-package-'));
+    project = join(dir, 'project');
+    const packed = JSON.parse(execFileSync(process.execPath, [join(root, '.ci/pack.mjs'), '--out', dir], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })) as { tarball: string };
+    // typescript and @types/node: what the newcomer adds to type-check their own module.
+    writeConsumerProject({ dir: project, tarball: packed.tarball, extra: ['typescript', '@types/node'] });
+    execFileSync('npm', ['ci', '--offline', '--no-audit', '--no-fund'], { cwd: project, stdio: ['ignore', 'pipe', 'pipe'] });
+  }, 600_000);
+
+  afterAll(() => {
+    if (dir && !process.env.KEEP_PACKED_PACKAGE) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('installs no database driver, no OpenTelemetry exporter and no native module', () => {
+    const installed = readdirSync(join(project, 'node_modules')).flatMap((name) =>
+      name.startsWith('@') ? readdirSync(join(project, 'node_modules', name)).map((scoped) => `${name}/${scoped}`) : [name],
+    );
+    expect(installed).toContain('tools-runtime');
+    expect(installed).toContain('zod');
+    for (const absent of ['better-sqlite3', 'pg', 'pg-boss', 'kysely', 'mcporter', 'openai', 'hono']) expect(installed).not.toContain(absent);
+    expect(installed.filter((name) => name.startsWith('@opentelemetry/') && name !== '@opentelemetry/api')).toEqual([]);
+    const native = execFileSync('find', [join(project, 'node_modules'), '-name', '*.node'], { encoding: 'utf8' }).trim();
+    expect(native).toBe('');
+  });
+
+  it('type-checks and compiles a consumer module against the declaration files', () => {
+    mkdirSync(join(project, 'src'));
+    writeFileSync(join(project, 'src/shout-tools.ts'), toolModule);
+    writeFileSync(join(project, 'src/call.ts'), callScript);
+    writeFileSync(
+      join(project, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: false, outDir: 'build', types: ['node'] }, include: ['src'] }),
+    );
+    const tsc = spawnSync(process.execPath, [join(project, 'node_modules/typescript/bin/tsc'), '-p', '.'], { cwd: project, encoding: 'utf8' });
+    expect(tsc.stdout + tsc.stderr).toBe('');
+    expect(tsc.status).toBe(0);
+    expect(existsSync(join(project, 'build/shout-tools.js'))).toBe(true);
+    // A type error in the consumer's use of the API is caught, so the check above means something.
+    writeFileSync(join(project, 'src/wrong.ts'), "import { defineWorkerTool } from 'tools-runtime';\ndefineWorkerTool({ name: 'x', description: 'x', jsonSchema: { type: 'object' }, executionMode: 'sometimes', execute: async () => ({ content: [] }) });\n");
+    const wrong = spawnSync(process.execPath, [join(project, 'node_modules/typescript/bin/tsc'), '-p', '.', '--noEmit'], { cwd: project, encoding: 'utf8' });
+    rmSync(join(project, 'src/wrong.ts'));
+    expect(wrong.status).not.toBe(0);
+    expect(wrong.stdout).toMatch(/src\/wrong\.ts.*sometimes/s);
+    // tsc takes most of a minute per run on two shared cores.
+  }, 300_000);
+
+  it('runs the bins', () => {
+    const sidecarHelp = spawnSync(bin('tools-runtime-sidecar'), ['--help'], { cwd: project, encoding: 'utf8' });
+    expect(sidecarHelp.status).toBe(0);
+    expect(sidecarHelp.stdout).toContain('--tools MODULE');
+    const controllerHelp = spawnSync(bin('tools-runtime-controller'), ['--help'], { cwd: project, encoding: 'utf8' });
+    expect(controllerHelp.status).toBe(0);
+    expect(controllerHelp.stderr + controllerHelp.stdout).toContain('serve');
+    // npm start's turn, from the installed package: a sidecar child, the embedded model, one turn.
+    const turn = spawnSync(bin('tools-runtime'), [], { cwd: project, encoding: 'utf8', timeout: 120_000 });
+    expect(turn.stderr).not.toMatch(/Error:/);
+    expect(turn.status).toBe(0);
+  });
+
+  it('hosts the consumer\'s own tool module in the bin\'s sidecar and calls it over gRPC', async () => {
+    const workspace = join(dir, 'workspace');
+    mkdirSync(workspace, { recursive: true });
+    const child = spawn(bin('tools-runtime-sidecar'), ['--workspace', workspace, '--state-dir', join(dir, 'state'), '--tools', './build/shout-tools.js'], {
+      cwd: project,
+      // As npx sets it: the folder it ran in (vitest's own npm run would say the repository).
+      env: { ...process.env, INIT_CWD: project },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    try {
+      const address = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no listening line; stderr:\n${stderr}`)), 30_000);
+        createInterface({ input: child.stdout }).on('line', (line) => {
+          if (line.includes('"listening"')) {
+            clearTimeout(timer);
+            resolve((JSON.parse(line) as { address: string }).address);
+          }
+        });
+        child.once('exit', (code) => reject(new Error(`sidecar exited ${code}; stderr:\n${stderr}`)));
+      });
+      const called = JSON.parse(execFileSync(process.execPath, ['build/call.js', address], { cwd: project, encoding: 'utf8', timeout: 60_000, stdio: ['ignore', 'pipe', 'pipe'] })) as {
+        tools: string[];
+        result: { content: Array<{ text?: string }>; error?: unknown };
+      };
+      expect(called.tools).toContain('run_command');
+      expect(called.tools.at(-1)).toBe('shout');
+      expect(called.result.error).toBeUndefined();
+      expect(called.result.content[0]?.text).toBe('HELLO!');
+    } finally {
+      child.kill('SIGTERM');
+      if (child.exitCode === null) await once(child, 'exit');
+    }
+  });
+
+  it('embeds a sidecar with startSidecar({ categories }) and the creator sees the turn\'s agent', () => {
+    const embedded = JSON.parse(execFileSync(process.execPath, ['build/call.js'], { cwd: project, encoding: 'utf8', timeout: 60_000, stdio: ['ignore', 'pipe', 'pipe'] })) as {
+      loud: { tools: string[]; result: { content: Array<{ text?: string }> } };
+      quiet: { tools: string[]; result: { error?: { code: string } } };
+    };
+    expect(embedded.loud.tools).toEqual(['shout']);
+    expect(embedded.loud.result.content[0]?.text).toBe('HELLO!');
+    expect(embedded.quiet.tools).toEqual([]);
+    expect(embedded.quiet.result.error?.code).toBe('unknown_tool');
+  });
+});
