@@ -73,7 +73,9 @@ export function writeConsumerProject({ dir, tarball, extra = [], name = 'tools-r
 
   const dependencies = { 'tools-runtime': `file:${tarballName}` };
   for (const dependency of extra) dependencies[dependency] = available[`node_modules/${dependency}`].version;
-  const projectManifest = { name, version: '0.0.0', private: true, type: 'module', dependencies };
+  // npm 11 runs only the install scripts a project allows: better-sqlite3's builds its addon.
+  const allowScripts = Object.fromEntries(extra.filter((dependency) => available[`node_modules/${dependency}`].hasInstallScript).map((dependency) => [dependency, true]));
+  const projectManifest = { name, version: '0.0.0', private: true, type: 'module', dependencies, ...(Object.keys(allowScripts).length > 0 ? { allowScripts } : {}) };
   writeFileSync(join(dir, 'package.json'), `${JSON.stringify(projectManifest, null, 2)}\n`);
   const lock = { name, version: '0.0.0', lockfileVersion: 3, requires: true, packages: { '': { name, version: '0.0.0', dependencies }, ...sorted(packages) } };
   writeFileSync(join(dir, 'package-lock.json'), `${JSON.stringify(lock, null, 2)}\n`);

@@ -5,7 +5,7 @@
 //
 // Offline: the project gets a lock made from this repository's (.ci/consumer-lock.mjs), so `npm ci
 // --offline` finds every tarball in the npm cache that this machine's own `npm ci` filled.
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -77,17 +77,49 @@ if (address) {
 }
 `;
 
+/** Spawns `args` with plain node in `cwd`, waits for its `{"event":"listening"}` line. */
+async function startListening(args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<{ address: string; child: ChildProcess; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    await once(child, 'exit');
+  };
+  try {
+    const address = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${args.join(' ')}: no listening line in 60 s; stderr:\n${stderr}`)), 60_000);
+      createInterface({ input: child.stdout! }).on('line', (line) => {
+        if (!line.includes('"listening"')) return;
+        clearTimeout(timer);
+        resolve((JSON.parse(line) as { address: string }).address);
+      });
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`${args.join(' ')} exited ${code}; stderr:\n${stderr}`));
+      });
+    });
+    return { address, child, stop };
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+}
+
 describe('the packed package in an empty project', () => {
   let dir: string;
   let project: string;
+  let tarball: string;
   const bin = (name: string) => join(project, 'node_modules/.bin', name);
 
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'packed-package-'));
     project = join(dir, 'project');
     const packed = JSON.parse(execFileSync(process.execPath, [join(root, '.ci/pack.mjs'), '--out', dir], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })) as { tarball: string };
+    tarball = packed.tarball;
     // typescript and @types/node: what the newcomer adds to type-check their own module.
-    writeConsumerProject({ dir: project, tarball: packed.tarball, extra: ['typescript', '@types/node'] });
+    writeConsumerProject({ dir: project, tarball, extra: ['typescript', '@types/node'] });
     execFileSync('npm', ['ci', '--offline', '--no-audit', '--no-fund'], { cwd: project, stdio: ['ignore', 'pipe', 'pipe'] });
   }, 600_000);
 
@@ -187,4 +219,43 @@ describe('the packed package in an empty project', () => {
     expect(embedded.quiet.tools).toEqual([]);
     expect(embedded.quiet.result.error?.code).toBe('unknown_tool');
   });
+
+  // The Dockerfile's install step, run here as the image's build would (offline, from the npm
+  // cache): what is exercised is the install script, the folder it makes and both processes
+  // started from it with plain node as the manifests start them. Not exercised: the Docker build
+  // itself, the base image, bubblewrap inside the image, the non-root user.
+  it('makes the image\'s folder with deploy/image/install.sh; a sidecar and a controller start there with plain node and answer health checks', async () => {
+    const image = join(dir, 'image');
+    execFileSync('sh', [join(root, 'deploy/image/install.sh'), '--tarball', tarball, '--dest', image, '--offline'], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 900_000 });
+    expect(readdirSync(image).sort()).toEqual(['deploy', 'dist', 'node_modules', 'package-lock.json', 'package.json']);
+    const token = join(dir, 'token');
+    writeFileSync(token, 'image-test-token\n');
+    const workspace = join(dir, 'image-workspace');
+    mkdirSync(workspace, { recursive: true });
+    const probe = (address: string, service: string) =>
+      spawnSync(process.execPath, ['deploy/grpc-health-probe.mjs', '--address', address, '--token-file', token, '--service', service], { cwd: image, encoding: 'utf8', timeout: 30_000 });
+
+    // As deploy/agent.yaml and deploy/controller.yaml start them (on loopback here).
+    const sidecar = await startListening(['--max-semi-space-size=2', 'dist/sidecar/main.js', '--listen', '127.0.0.1:0', '--workspace', workspace, '--state-dir', join(dir, 'image-state'), '--token-file', token], image);
+    try {
+      const sidecarHealth = probe(sidecar.address, 'toolruntime.v1.ToolSidecarService');
+      expect(sidecarHealth.stderr).toBe('');
+      expect(sidecarHealth.status).toBe(0);
+      const agents = join(dir, 'agents.json');
+      writeFileSync(agents, JSON.stringify({ 'agent-1': { address: sidecar.address, tokenFile: token } }));
+      // SQLite (better-sqlite3, installed by the script) is serve's store without DATABASE_URL.
+      const env = { ...process.env };
+      delete env.DATABASE_URL;
+      const controller = await startListening(['dist/controller/control-plane-main.js', 'serve', '--listen', '127.0.0.1:0', '--agents', agents, '--data-dir', join(dir, 'image-data'), '--token-file', token], image, env);
+      try {
+        const controllerHealth = probe(controller.address, 'toolruntime.v1.ControlPlaneService');
+        expect(controllerHealth.stderr).toBe('');
+        expect(controllerHealth.status).toBe(0);
+      } finally {
+        await controller.stop();
+      }
+    } finally {
+      await sidecar.stop();
+    }
+  }, 900_000);
 });
