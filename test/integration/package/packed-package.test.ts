@@ -1,13 +1,13 @@
-// What a newcomer does with the package, end to end: pack it (`npm run pack`), install the tarball
-// into an empty project offline, type-check and compile their own tool module against the
-// declaration files with tsc, run the three bins, host the module in a sidecar started by the bin
+// What a newcomer does with the package, end to end (docs/package.md): pack it (`npm run pack`),
+// install the tarball into an empty project offline, type-check and compile the page's own example
+// files against the declaration files with tsc, run the three bins, host the module in a sidecar started by the bin
 // and call its tool over gRPC with the package's own client, and embed a sidecar with startSidecar.
 //
 // Offline: the project gets a lock made from this repository's (.ci/consumer-lock.mjs), so `npm ci
 // --offline` finds every tarball in the npm cache that this machine's own `npm ci` filled.
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -18,64 +18,13 @@ import { writeConsumerProject } from '../../../.ci/consumer-lock.mjs';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 
-const toolModule = `import { z } from 'zod';
-import { defineWorkerTool, textResult, type WorkerAgentTool } from 'tools-runtime';
-import { defineToolCategory, type CategoryContext } from 'tools-runtime/sidecar';
-
-export const shout = defineWorkerTool({
-  name: 'shout',
-  description: 'Says a word loudly.',
-  schema: z.object({ word: z.string().min(1) }),
-  isReadOnly: true,
-  executionMode: 'parallel',
-  async execute({ word }, { emit }) {
-    await emit({ kind: 'shout.started', payload: { word } });
-    return textResult(word.toUpperCase() + '!');
-  },
-});
-
-export default defineToolCategory({
-  name: 'shouting',
-  create(context: CategoryContext): WorkerAgentTool[] {
-    // Only text turns, and only for agents whose id says so.
-    return context.turn.agentId.startsWith('loud-') ? [shout] : [];
-  },
-});
-`;
-
-const callScript = `import { createSidecarClient, type CallResult } from 'tools-runtime/controller';
-import { startSidecar } from 'tools-runtime/sidecar';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import category from './shout-tools.js';
-
-async function callShout(address: string, agentId: string): Promise<{ tools: string[]; result: CallResult }> {
-  const client = createSidecarClient({ address });
-  try {
-    const turn = await client.openTurn({ agentId, turnId: 'turn-1' });
-    const result = await turn.call({ callId: 'c1', name: 'shout', argumentsJson: '{"word":"hello"}' }).result;
-    await turn.close();
-    return { tools: turn.tools.map((tool) => tool.name), result };
-  } finally {
-    client.close();
-  }
+/** The code blocks of docs/package.md that start with `// src/NAME.ts`: the page's examples are what this test runs. */
+function docsExamples(): Map<string, string> {
+  const page = readFileSync(join(root, 'docs/package.md'), 'utf8');
+  const files = new Map<string, string>();
+  for (const match of page.matchAll(/```ts\n\/\/ (src\/[\w-]+\.ts)\n([\s\S]*?)```/g)) files.set(match[1]!, match[2]!);
+  return files;
 }
-
-const [address] = process.argv.slice(2);
-if (address) {
-  // A sidecar the bin started: call its tool.
-  console.log(JSON.stringify(await callShout(address, 'loud-1')));
-} else {
-  // Embedded: only this category, no built-in ones.
-  const workspace = mkdtempSync(join(tmpdir(), 'embedded-'));
-  const sidecar = await startSidecar({ workspace, stateDir: join(workspace, '.state'), categories: [category], builtInCategories: false });
-  const loud = await callShout(sidecar.address, 'loud-2');
-  const quiet = await callShout(sidecar.address, 'quiet');
-  await sidecar.close();
-  console.log(JSON.stringify({ loud, quiet }));
-}
-`;
 
 /** Spawns `args` with plain node in `cwd`, waits for its `{"event":"listening"}` line. */
 async function startListening(args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<{ address: string; child: ChildProcess; stop(): Promise<void> }> {
@@ -141,8 +90,9 @@ describe('the packed package in an empty project', () => {
 
   it('type-checks and compiles a consumer module against the declaration files', () => {
     mkdirSync(join(project, 'src'));
-    writeFileSync(join(project, 'src/shout-tools.ts'), toolModule);
-    writeFileSync(join(project, 'src/call.ts'), callScript);
+    const examples = docsExamples();
+    expect([...examples.keys()].sort()).toEqual(['src/call.ts', 'src/shout-tools.ts']);
+    for (const [file, code] of examples) writeFileSync(join(project, file), code);
     writeFileSync(
       join(project, 'tsconfig.json'),
       JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: false, outDir: 'build', types: ['node'] }, include: ['src'] }),
