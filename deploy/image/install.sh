@@ -14,8 +14,8 @@
 #   install.sh --tarball tools-runtime-VERSION.tgz --dest DIR [--offline]
 #
 # --offline (CI, no registry): installs from the npm cache with a lock made from the repository's
-# own (.ci/consumer-lock.mjs, so the repository must be beside this script), and builds
-# better-sqlite3 against the local Node's headers when no prebuilt binary can be fetched.
+# own (.ci/consumer-lock.mjs, so the repository must be beside this script), and takes
+# better-sqlite3's compiled addon from the repository's own install (same version, same Node).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,11 +41,19 @@ cd "$dest"
 
 if [ -n "$offline" ]; then
   node "$here/../../.ci/consumer-lock.mjs" --dir "$dest" --tarball "$dest/$name" --with better-sqlite3 >/dev/null
-  # Without a registry, prebuild-install cannot fetch better-sqlite3's binary; node-gyp then
-  # builds it, with the installed Node's headers instead of downloading them.
-  export npm_config_build_from_source=true
-  if [ -f /usr/include/node/node_api.h ]; then export npm_config_nodedir=/usr; fi
-  npm ci --offline --omit=dev --no-audit --no-fund 2>&1 | grep -v '^npm warn' || true
+  npm ci --offline --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error
+  # No registry, so better-sqlite3 cannot fetch its prebuilt addon. The repository's own install
+  # holds that addon for the same version and this same Node: use it (compiling sqlite3.c takes
+  # minutes on two cores). Otherwise build it here, with the installed Node's headers.
+  theirs="$here/../../node_modules/better-sqlite3"
+  if [ -f "$theirs/build/Release/better_sqlite3.node" ] \
+    && [ "$(node -p "require('$theirs/package.json').version")" = "$(node -p "require('./node_modules/better-sqlite3/package.json').version")" ]; then
+    mkdir -p node_modules/better-sqlite3/build/Release
+    cp "$theirs/build/Release/better_sqlite3.node" node_modules/better-sqlite3/build/Release/
+  else
+    if [ -f /usr/include/node/node_api.h ]; then export npm_config_nodedir=/usr; fi
+    npm_config_build_from_source=true npm rebuild better-sqlite3 --offline --loglevel=error
+  fi
 else
   cat > package.json <<JSON
 {
