@@ -13,7 +13,19 @@ export type {
 } from './categories/category.js';
 export { defaultSidecarLimits, type SidecarConfig, type SidecarLimits, type WebFetchProfile, type WebSearchProfile } from './config.js';
 export type { SidecarTls } from './server.js';
-// SANDBOX: the one function that starts a process for the model (bubblewrap in front when the
-// sidecar's policy says so, the process-group reaper behind) comes from the sandbox branch
-// (sidecar/categories/computer/sandbox/). Once it lands it is exported here for tool authors, so a
-// user's tool that starts a process goes through the same sandbox as run_command.
+// Starting a process from your own tool: the one function the built-in tools use, so it runs under
+// the sidecar's sandbox (bubblewrap in front, hidden secrets, the network policy) and its process
+// group dies with the call's kill and with the sidecar. The policy for a turn:
+// `policyFor(context.config, context.turn.sandbox)`.
+export {
+  policyFor,
+  prepareCommand,
+  startProcess,
+  type CommandSpec,
+  type ExecSpec,
+  type SandboxPolicy,
+  type SandboxSettings,
+  type StartedProcess,
+  type StartProcessOptions,
+  type TurnSandbox,
+} from './categories/computer/sandbox/index.js';

@@ -1,6 +1,7 @@
 import { ToolRuntimeError, type WorkerAgentTool } from '../../src/index.js';
 import { toolKey } from '../../src/schema/collect-tool-schemas.js';
 import type { SidecarConfig } from '../config.js';
+import type { TurnSandbox } from './computer/sandbox/sandbox-policy.js';
 import type { ControlChannel } from '../turn/client-requests.js';
 
 export type { ControlChannel } from '../turn/client-requests.js';
@@ -34,6 +35,8 @@ export interface TurnContext {
   controlPlane?: boolean;
   /** Which calls need approval; absent means none. */
   approvalPolicy?: ApprovalPolicy;
+  /** The turn's tightening of the sidecar's sandbox (never a loosening); absent means none. */
+  sandbox?: TurnSandbox;
 }
 
 /** What a category creator is given for one turn. */
