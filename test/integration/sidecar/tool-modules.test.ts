@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSidecarClient, type SidecarClient } from '../../../controller/sidecar-client/create-sidecar-client.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
+import { bwrapWorks, testSandboxArgs } from '../../fixtures/test-sandbox.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const text = (result: { content: Array<{ type: string; text?: string }> }) => result.content.map((part) => part.text ?? '').join('');
@@ -46,7 +47,8 @@ describe('--tools: users\' categories in the built sidecar', () => {
       entry: 'dist/sidecar/main.js',
       // Paths resolve against INIT_CWD (where npm ran), package names are looked up from there.
       env: { INIT_CWD: dir },
-      args: ['--workspace', workspace, '--state-dir', join(dir, 'state'), '--tools', `${root}examples/word-tools.js`, '--tools', 'my-broken-tools'],
+      // The default sandbox where bubblewrap works, off where it does not (test-sandbox.ts).
+      args: ['--workspace', workspace, '--state-dir', join(dir, 'state'), ...testSandboxArgs(), '--tools', `${root}examples/word-tools.js`, '--tools', 'my-broken-tools'],
     });
     client = createSidecarClient({ address: sidecar.address });
   }, 60_000);
@@ -61,7 +63,7 @@ describe('--tools: users\' categories in the built sidecar', () => {
     const turn = await client.openTurn({ agentId: 'a', turnId: 't1' });
     const names = turn.tools.map((tool) => tool.name);
     expect(names).toContain('run_command');
-    expect(names.slice(-2)).toEqual(['count_words', 'append_note']);
+    expect(names.slice(-3)).toEqual(['count_words', 'count_lines', 'append_note']);
     expect(names.filter((name) => name === 'run_command')).toHaveLength(1);
     const result = await turn.call({ callId: 'c1', name: 'count_words', argumentsJson: '{"path":"poem.txt"}' }).result;
     expect(result.error).toBeUndefined();
@@ -103,6 +105,15 @@ describe('--tools: users\' categories in the built sidecar', () => {
     expect(readFileSync(join(workspace, 'NOTES.md'), 'utf8')).toBe('hello\n');
     // Only the destructive tool asked; count_words is read-only.
     expect(asked).toEqual(['append_note', 'append_note']);
+    await turn.close();
+  });
+
+  it('starts a user\'s tool\'s process through the sidecar\'s own startProcess, sandboxed where bubblewrap works', async () => {
+    const turn = await client.openTurn({ agentId: 'a', turnId: 't4' });
+    const result = await turn.call({ callId: 'wc', name: 'count_lines', argumentsJson: '{"path":"poem.txt"}' }).result;
+    expect(result.error).toBeUndefined();
+    expect(text(result)).toBe('poem.txt has 2 lines.');
+    expect(result.details).toEqual({ lines: 2, sandboxed: bwrapWorks() });
     await turn.close();
   });
 
