@@ -47,6 +47,9 @@ export async function runSidecarCli(
   let toolCategories: LoadedToolCategory[] = [];
   try {
     toolCategories = await loadToolModules(parsed.toolModules, { baseDir: process.env.INIT_CWD ?? process.cwd() });
+    if (toolCategories.length > 0) {
+      logger.info('tool categories loaded', { categories: toolCategories.map((category) => ({ name: category.name, module: category.module, workflowTask: category.workflowTask === true })) });
+    }
   } catch (error) {
     process.stderr.write(`tools-runtime sidecar: ${errorMessage(error)}\n`);
     process.exit(2);
