@@ -6,6 +6,7 @@ import { openStdinLifeline, type StdinLifeline } from './open-stdin-lifeline.js'
 import { parseSidecarArgs, sidecarHelpRequested, type SidecarCliOptions } from './parse-sidecar-args.js';
 import { sandboxReport } from './sandbox-report.js';
 import { createSidecarServer } from './server.js';
+import { loadToolModules, withToolCategories, type LoadedToolCategory } from './tool-modules.js';
 import { SIDECAR_USAGE } from './sidecar-usage.js';
 import { startSidecarTelemetry, type SidecarTelemetry } from './telemetry/sidecar-telemetry.js';
 
@@ -41,6 +42,18 @@ export async function runSidecarCli(
     process.exit(isToolRuntimeError(error) ? 2 : 1);
   }
   const logger = createJsonLogger({ level: parsed.logLevel, fields: { component: 'sidecar' } });
+  // Users' modules load before the sidecar listens: a --tools that cannot load stops the start-up
+  // with its name, rather than a sidecar that serves without the tools it was asked for.
+  let toolCategories: LoadedToolCategory[] = [];
+  try {
+    toolCategories = await loadToolModules(parsed.toolModules, { baseDir: process.env.INIT_CWD ?? process.cwd() });
+    if (toolCategories.length > 0) {
+      logger.info('tool categories loaded', { categories: toolCategories.map((category) => ({ name: category.name, module: category.module, workflowTask: category.workflowTask === true })) });
+    }
+  } catch (error) {
+    process.stderr.write(`tools-runtime sidecar: ${errorMessage(error)}\n`);
+    process.exit(2);
+  }
   // Telemetry (traces, metrics) only when OTEL_* or --metrics-listen asks: otherwise no OpenTelemetry module loads.
   let telemetry: SidecarTelemetry | undefined;
   try {
@@ -53,7 +66,7 @@ export async function runSidecarCli(
     process.stdout.write(`${JSON.stringify({ event: 'metrics', url: telemetry.metricsUrl })}\n`);
     logger.info('metrics listening', { url: telemetry.metricsUrl });
   }
-  const catalogs = options.createCatalogs(parsed.config, { logger });
+  const catalogs = withToolCategories(options.createCatalogs(parsed.config, { logger }), toolCategories, { logger });
   const server = createSidecarServer({
     catalogs,
     config: parsed.config,

@@ -23,6 +23,8 @@ export interface SidecarCliOptions {
   metricsListen?: string;
   /** `--exit-on-stdin-eof`: shut down when stdin reaches EOF (the spawner's lifeline). */
   exitOnStdinEof: boolean;
+  /** `--tools MODULE` (repeatable): modules of users' own tool categories, in order (tool-modules.ts). */
+  toolModules: string[];
 }
 
 /** A usage error: the CLI prints it and exits 2. */
@@ -72,6 +74,7 @@ const flags = {
   network: { type: 'string' },
   hide: { type: 'string', multiple: true },
   'allow-unsandboxed': { type: 'boolean' },
+  tools: { type: 'string', multiple: true },
 } as const;
 
 const limitFlags: Array<[keyof typeof flags, keyof SidecarLimits]> = [
@@ -239,6 +242,7 @@ export function parseSidecarArgs(argv: string[], env: NodeJS.ProcessEnv = proces
     tls,
     config,
     exitOnStdinEof: values['exit-on-stdin-eof'] === true,
+    toolModules: values.tools ?? [],
     ...(values['metrics-listen'] !== undefined ? { metricsListen: values['metrics-listen'] } : {}),
   };
 }

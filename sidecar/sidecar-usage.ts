@@ -63,6 +63,10 @@ Commands and tools:
   --brain-max-pages N, --brain-max-page-bytes N, --brain-max-total-bytes N
                               the Brain's caps
   --skills DIR                skills, one folder each with a SKILL.md
+  --tools MODULE              your own tool categories: an ES module path (resolved against the
+                              directory npm or the shell ran in) or a package name whose default
+                              export is { name, create } or an array of them (repeatable; after
+                              the built-in categories, in this order)
   --help                      this text
 
 Exit status: 0 after a drain; 2 on bad usage (with a message on stderr); 1 when it cannot start.`;
