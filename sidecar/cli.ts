@@ -5,6 +5,8 @@ import type { SidecarConfig } from './config.js';
 import { openStdinLifeline, type StdinLifeline } from './open-stdin-lifeline.js';
 import { parseSidecarArgs, sidecarHelpRequested, type SidecarCliOptions } from './parse-sidecar-args.js';
 import { createSidecarServer } from './server.js';
+import { startMcpHttpListener, type McpHttpListener } from './mcp/mcp-http-listener.js';
+import { serveMcpStdio } from './mcp/serve-mcp-stdio.js';
 import { SIDECAR_USAGE } from './sidecar-usage.js';
 import { startSidecarTelemetry, type SidecarTelemetry } from './telemetry/sidecar-telemetry.js';
 
@@ -49,10 +51,29 @@ export async function runSidecarCli(
     process.exit(isToolRuntimeError(error) ? 2 : 1);
   }
   if (telemetry?.metricsUrl) {
-    process.stdout.write(`${JSON.stringify({ event: 'metrics', url: telemetry.metricsUrl })}\n`);
+    // Under --mcp stdio, stdout carries only the protocol.
+    (parsed.mcp?.stdio ? process.stderr : process.stdout).write(`${JSON.stringify({ event: 'metrics', url: telemetry.metricsUrl })}\n`);
     logger.info('metrics listening', { url: telemetry.metricsUrl });
   }
   const catalogs = options.createCatalogs(parsed.config, { logger });
+  const mcp = parsed.mcp && { catalogs, config: parsed.config, logger, agentId: parsed.mcp.agentId, approvalPolicy: parsed.mcp.approvalPolicy };
+  if (mcp && parsed.mcp?.stdio) {
+    // MCP on stdin/stdout instead of the gRPC port: the client's exit (stdin's end) ends the sidecar.
+    await serveMcpStdio({
+      ...mcp,
+      onEnd: (why) => {
+        logger.info('mcp client gone; exiting', { why });
+        void Promise.resolve(catalogs.close?.())
+          .then(() => telemetry?.shutdown())
+          .finally(() => process.exit(0));
+      },
+    });
+    const exit = () => void Promise.resolve(catalogs.close?.()).finally(() => process.exit(0));
+    process.on('SIGTERM', exit);
+    process.on('SIGINT', exit);
+    catalogs.warm?.();
+    return;
+  }
   const server = createSidecarServer({
     catalogs,
     config: parsed.config,
@@ -68,12 +89,21 @@ export async function runSidecarCli(
     logger.error('could not listen', { address: parsed.listen, error: errorMessage(error) });
     process.exit(isToolRuntimeError(error) ? 2 : 1);
   }
+  let mcpHttp: McpHttpListener | undefined;
+  if (mcp && parsed.mcp?.listen) {
+    try {
+      mcpHttp = await startMcpHttpListener({ ...mcp, address: parsed.mcp.listen, maxBodyBytes: parsed.config.limits.maxMessageBytes, ...(parsed.token ? { token: parsed.token } : {}) });
+    } catch (error) {
+      logger.error('could not serve MCP', { address: parsed.mcp.listen, error: errorMessage(error) });
+      process.exit(isToolRuntimeError(error) ? 2 : 1);
+    }
+  }
   let stopping = false;
   const stop = (why: { signal: NodeJS.Signals } | { lifeline: string }) => {
     if (stopping) return;
     stopping = true;
     logger.info('draining', why);
-    server.close().then(
+    Promise.all([server.close(), mcpHttp?.close()]).then(
       async () => {
         // Closing the catalogs stops the Brain worker (it finishes the batch in hand).
         await catalogs.close?.();
@@ -100,6 +130,7 @@ export async function runSidecarCli(
   });
   // Only now, with the handlers in place: a spawner that signals as soon as it reads this line
   // gets a drain, not the default action of SIGTERM.
+  if (mcpHttp) process.stdout.write(`${JSON.stringify({ event: 'mcp-listening', url: mcpHttp.url })}\n`);
   process.stdout.write(`${JSON.stringify({ event: 'listening', address })}\n`);
   catalogs.warm?.();
 }

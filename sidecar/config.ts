@@ -1,4 +1,5 @@
 import type { BrainLimits } from './categories/brain/brain-protocol.js';
+import type { McpServerSpec } from './categories/mcp/mcp-servers-file.js';
 
 /**
  * The sidecar's configuration: what the CLI flags (or an embedding program) set. Categories read
@@ -93,6 +94,8 @@ export interface SidecarConfig {
   brainLimits?: Partial<BrainLimits>;
   /** Folder of skills (each a folder with SKILL.md); no skills when unset. */
   skillsDir?: string;
+  /** MCP servers whose tools join text turns (`--mcp-servers FILE`), one namespace each, deferred. */
+  mcpServers?: McpServerSpec[];
   limits: SidecarLimits;
 }
 

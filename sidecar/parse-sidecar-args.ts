@@ -7,6 +7,8 @@ import { errorMessage, ToolRuntimeError, type LogLevel } from '../src/index.js';
 import type { BrainLimits } from './categories/brain/brain-protocol.js';
 import { defaultCommandEnvAllowList, defaultSidecarLimits, type SidecarConfig, type SidecarLimits } from './config.js';
 import { isLoopbackAddress } from './grpc/listen-address.js';
+import { readMcpServersFile } from './categories/mcp/mcp-servers-file.js';
+import { mcpFlags, parseMcpFlags, type McpCliOptions } from './mcp/parse-mcp-flags.js';
 import type { SidecarTls } from './server.js';
 
 /** What the sidecar's flags say. */
@@ -21,6 +23,8 @@ export interface SidecarCliOptions {
   metricsListen?: string;
   /** `--exit-on-stdin-eof`: shut down when stdin reaches EOF (the spawner's lifeline). */
   exitOnStdinEof: boolean;
+  /** `--mcp stdio` / `--mcp-listen ADDR`: serve the tools over MCP too (mcp/parse-mcp-flags.ts). */
+  mcp?: McpCliOptions;
 }
 
 /** A usage error: the CLI prints it and exits 2. */
@@ -66,6 +70,7 @@ const flags = {
   'brain-max-total-bytes': { type: 'string' },
   skills: { type: 'string' },
   'metrics-listen': { type: 'string' },
+  ...mcpFlags,
 } as const;
 
 const limitFlags: Array<[keyof typeof flags, keyof SidecarLimits]> = [
@@ -197,6 +202,13 @@ export function parseSidecarArgs(argv: string[], env: NodeJS.ProcessEnv = proces
     config.brainLimits = { ...config.brainLimits, [key]: value };
   }
   if (values.skills) config.skillsDir = existingDir('skills', values.skills);
+  if (values['mcp-servers']) {
+    try {
+      config.mcpServers = readMcpServersFile(values['mcp-servers']);
+    } catch (error) {
+      throw new SidecarUsageError(errorMessage(error));
+    }
+  }
 
   let token: string | undefined;
   if (values['token-file']) {
@@ -225,9 +237,12 @@ export function parseSidecarArgs(argv: string[], env: NodeJS.ProcessEnv = proces
     tls,
     config,
     exitOnStdinEof: values['exit-on-stdin-eof'] === true,
+    ...withMcp(parseMcpFlags(values, { hasToken: token !== undefined, usageError: (message) => new SidecarUsageError(message) })),
     ...(values['metrics-listen'] !== undefined ? { metricsListen: values['metrics-listen'] } : {}),
   };
 }
+
+const withMcp = (mcp: McpCliOptions | undefined) => (mcp ? { mcp } : {});
 
 /** Whether `argv` asks for `--help` (or `-h`), whatever else it holds. */
 export function sidecarHelpRequested(argv: string[]): boolean {

@@ -5,6 +5,7 @@ import { createBrainTools } from './categories/brain.js';
 import { BrainIndex } from './categories/brain/brain-index.js';
 import type { Catalogs } from './categories/category.js';
 import { createComputerTools } from './categories/computer.js';
+import { createMcpServersState, createMcpServerTools } from './categories/mcp-servers.js';
 import { createScheduleTools } from './categories/schedule.js';
 import { createSkillsProjection, createSkillsState } from './categories/skills.js';
 import { createSubmitResultTools } from './categories/submit-result.js';
@@ -39,6 +40,9 @@ export function createCatalogs(config: SidecarConfig, options: { logger?: Logger
       })
     : undefined;
   const getBrainIndex = () => brainIndex;
+  // Mounted MCP servers start with the catalogs (after the sidecar listens) and live as long.
+  const mcpServers = createMcpServersState(config, { logger });
+  mcpServers.start();
   return {
     text: [
       (context) => createTodoTools(context, todoStore),
@@ -50,6 +54,7 @@ export function createCatalogs(config: SidecarConfig, options: { logger?: Logger
       (context) => createBackgroundJobTools(context),
       (context) => createWorkflowTools(context),
       (context) => createSkillsProjection(context, skills),
+      (context) => createMcpServerTools(context, mcpServers),
     ],
     workflowTask: [
       (context) => createWebTools(context),
@@ -59,7 +64,7 @@ export function createCatalogs(config: SidecarConfig, options: { logger?: Logger
     async close() {
       const index = brainIndex;
       brainIndex = undefined;
-      await index?.close();
+      await Promise.all([index?.close(), mcpServers.close()]);
     },
   };
 }
