@@ -31,7 +31,7 @@ export class AgentSidecars {
       await Promise.all(
         [...options.agents].map(async ([agentId, entry]) => {
           if (entry.kind === 'workspace') {
-            const extraArgs = entry.stateDir ? ['--state-dir', entry.stateDir] : [];
+            const extraArgs = [...(entry.stateDir ? ['--state-dir', entry.stateDir] : []), ...(entry.mcpServers ? ['--mcp-servers', entry.mcpServers] : [])];
             const spawned = await spawnSidecar({ workspace: entry.workspace, extraArgs, signal: options.signal });
             sidecars.#spawned.push(spawned);
             const client = createSidecarClient({ address: spawned.address });

@@ -25,6 +25,11 @@ describe('readAgentsFile', () => {
     ]);
   });
 
+  it('passes a workspace agent\'s MCP servers file on, resolved from the file\'s folder', async () => {
+    const agents = await readAgentsFile(file('mcp-agents.json', JSON.stringify({ 'agent-m': { workspace: 'ws', mcpServers: 'mcp.json' } })));
+    expect(agents.get('agent-m')).toEqual({ kind: 'workspace', workspace: join(dir, 'ws'), mcpServers: join(dir, 'mcp.json') });
+  });
+
   it('refuses a bad file in one line that says where and what is expected', async () => {
     await expect(readAgentsFile(join(dir, 'missing.json'))).rejects.toThrow(/cannot read the agents file/);
     await expect(readAgentsFile(file('bad.json', '{"a": '))).rejects.toThrow(/is not JSON/);
