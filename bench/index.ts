@@ -15,6 +15,7 @@ const suites: Array<[string, () => Promise<{ run: BenchSuite }>]> = [
   ['brain', () => import('./suites/brain.js')],
   ['fleet', () => import('./suites/fleet.js')],
   ['telemetry', () => import('./suites/telemetry.js')],
+  ['mcp', () => import('./suites/mcp.js')],
 ];
 
 function format(value: number): string {

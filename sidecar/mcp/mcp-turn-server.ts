@@ -36,12 +36,36 @@ export interface McpTurnServer {
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
-interface PendingCall {
-  tool: WorkerAgentTool | undefined;
-  extra: Extra;
-  progressToken: string | number | undefined;
-  progress: number;
-  resolve(result: CallToolResult): void;
+/**
+ * One call waiting for its result. A class that is its own abort listener (`handleEvent`) rather
+ * than closures made per call: a no-op call's p50 went from 1.3× to about 1.1× of the SDK's own
+ * server with it and the callback-driven pump below (bench: mcp).
+ */
+class PendingCall {
+  progress = 0;
+  readonly promise: Promise<CallToolResult>;
+  private resolve!: (result: CallToolResult) => void;
+
+  constructor(
+    readonly session: TurnSession,
+    readonly callId: string,
+    readonly tool: WorkerAgentTool | undefined,
+    readonly extra: Extra,
+    readonly progressToken: string | number | undefined,
+  ) {
+    this.promise = new Promise<CallToolResult>((resolve) => (this.resolve = resolve));
+    extra.signal.addEventListener('abort', this, { once: true });
+  }
+
+  /** The request was cancelled (notifications/cancelled, or the session closed). */
+  handleEvent(): void {
+    this.session.cancel(this.callId, 'the MCP client cancelled the request');
+  }
+
+  settle(result: CallToolResult): void {
+    this.extra.signal.removeEventListener('abort', this);
+    this.resolve(result);
+  }
 }
 
 interface OpenedTurn {
@@ -72,6 +96,8 @@ export function createMcpTurnServer(options: McpServeOptions & { label: string; 
   const pending = new Map<string, PendingCall>();
   let nextCall = 0;
   let opened: Promise<OpenedTurn> | undefined;
+  // The opened turn once it is: a call then starts in the handler's own tick, with no await.
+  let ready: OpenedTurn | undefined;
   let closed = false;
 
   const open = async (): Promise<OpenedTurn> => {
@@ -90,13 +116,14 @@ export function createMcpTurnServer(options: McpServeOptions & { label: string; 
     const assembled = await assembleToolSet(options.catalogs, { turn, config, signal: turnAbort.signal });
     const session = createTurnSession({ tools: assembled.tools, limits: config.limits, logger, logFields, approvalPolicy: options.approvalPolicy });
     if (closed) session.abort('the MCP session ended');
-    void pump(session);
+    pump(session);
     logger.info('mcp turn opened', { ...logFields, tools: assembled.tools.length });
-    return {
+    ready = {
       session,
       tools: new Map(assembled.tools.map((tool) => [toolKey(tool.name, tool.namespace), tool])),
       listing: assembled.tools.map(toMcpTool),
     };
+    return ready;
   };
   const turn = () => {
     opened ??= open().catch((error: unknown) => {
@@ -106,8 +133,15 @@ export function createMcpTurnServer(options: McpServeOptions & { label: string; 
     return opened;
   };
 
-  const pump = async (session: TurnSession) => {
-    for await (const event of session.events) route(session, event);
+  // Drained by callback, as the gRPC writer does, rather than `for await`: no promise per event
+  // (see PendingCall for what it saved; bench: mcp).
+  const pump = (session: TurnSession) => {
+    const { events } = session;
+    const drain = () => {
+      for (let event = events.take(); event !== undefined; event = events.take()) route(session, event);
+      if (!events.done) events.whenReadable(drain);
+    };
+    drain();
   };
   const route = (session: TurnSession, event: TurnEvent) => {
     const call = pending.get(event.callId);
@@ -123,7 +157,7 @@ export function createMcpTurnServer(options: McpServeOptions & { label: string; 
         return;
       case 'result':
         pending.delete(event.callId);
-        return call.resolve(toMcpCallResult(event.result, call.tool));
+        return call.settle(toMcpCallResult(event.result, call.tool));
     }
   };
   const progress = (call: PendingCall, message: string) => {
@@ -161,25 +195,13 @@ export function createMcpTurnServer(options: McpServeOptions & { label: string; 
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: (await turn()).listing }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    const { session, tools } = await turn();
+    const { session, tools } = ready ?? (await turn());
     const { namespace, name } = fromMcpToolName(request.params.name);
     const callId = `mcp-${++nextCall}`;
-    const argumentsJson = JSON.stringify(request.params.arguments ?? {});
-    return new Promise<CallToolResult>((resolve) => {
-      const onAbort = () => session.cancel(callId, 'the MCP client cancelled the request');
-      extra.signal.addEventListener('abort', onAbort, { once: true });
-      pending.set(callId, {
-        tool: tools.get(toolKey(name, namespace || undefined)),
-        extra,
-        progressToken: request.params._meta?.progressToken,
-        progress: 0,
-        resolve: (result) => {
-          extra.signal.removeEventListener('abort', onAbort);
-          resolve(result);
-        },
-      });
-      session.call({ callId, name, namespace, argumentsJson, deadlineMs: 0 });
-    });
+    const call = new PendingCall(session, callId, tools.get(toolKey(name, namespace || undefined)), extra, request.params._meta?.progressToken);
+    pending.set(callId, call);
+    session.call({ callId, name, namespace, argumentsJson: JSON.stringify(request.params.arguments ?? {}), deadlineMs: 0 });
+    return call.promise;
   });
 
   return {
