@@ -1,6 +1,7 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import {
   defineWorkerTool,
+  errorMessage,
   TOOL_NAME_PATTERN,
   ToolRuntimeError,
   type AgentToolResult,
@@ -17,6 +18,7 @@ import type { McpServerSpec } from './mcp/mcp-servers-file.js';
 /** The agent's mounted MCP servers, for the sidecar's lifetime. */
 export interface McpServersState {
   readonly connections: readonly McpConnection[];
+  readonly logger: Logger;
   /** Starts every connection (at once: the first turn should not pay for the start-up). */
   start(): void;
   close(): Promise<void>;
@@ -30,6 +32,7 @@ export function createMcpServersState(config: SidecarConfig, options: { logger: 
   const connections = (config.mcpServers ?? []).map((spec) => new McpConnection(spec, { config, logger: options.logger, ...(options.timings ? { timings: options.timings } : {}) }));
   return {
     connections,
+    logger: options.logger,
     start: () => connections.forEach((connection) => connection.start()),
     close: async () => void (await Promise.all(connections.map((connection) => connection.close()))),
   };
@@ -54,21 +57,22 @@ export async function createMcpServerTools(context: CategoryContext, state: McpS
   listings.forEach((listing, index) => {
     const connection = state.connections[index]!;
     let made = wrapped.get(listing);
-    if (!made) wrapped.set(listing, (made = wrapListing(connection, listing)));
+    if (!made) wrapped.set(listing, (made = wrapListing(connection, listing, state.logger)));
     tools.push(...made);
   });
   return tools;
 }
 
-function wrapListing(connection: McpConnection, listing: McpToolListing): WorkerAgentTool[] {
+function wrapListing(connection: McpConnection, listing: McpToolListing, logger: Logger): WorkerAgentTool[] {
   const used = new Set<string>();
   const tools: WorkerAgentTool[] = [];
   for (const tool of listing) {
     const name = uniqueName(tool.name, used);
     try {
       tools.push(wrapTool(connection, tool, name));
-    } catch {
-      // A tool whose schema cannot be offered (not a root object) is left out; the others stay.
+    } catch (error) {
+      // A tool that cannot be offered (its schema is no object) is left out; the others stay.
+      logger.warn('an MCP tool was left out of the catalog', { server: connection.spec.name, tool: tool.name, error: errorMessage(error) });
     }
   }
   return tools;
