@@ -32,7 +32,7 @@ const AGENT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
  *   `--mcp-listen` without a token.
  */
 export function parseMcpFlags(
-  values: { mcp?: string; 'mcp-listen'?: string; 'mcp-agent'?: string; 'mcp-approve'?: string },
+  values: { mcp?: string; 'mcp-listen'?: string; 'mcp-agent'?: string; 'mcp-approve'?: string; 'exit-on-stdin-eof'?: boolean },
   options: { hasToken: boolean; usageError: (message: string) => Error },
 ): McpCliOptions | undefined {
   const { usageError } = options;
@@ -40,6 +40,8 @@ export function parseMcpFlags(
     if (values['mcp-agent'] !== undefined || values['mcp-approve'] !== undefined) throw usageError('--mcp-agent and --mcp-approve need --mcp stdio or --mcp-listen ADDR');
     return undefined;
   }
+  // stdin is the protocol's: its end already ends the sidecar.
+  if (values.mcp === 'stdio' && values['exit-on-stdin-eof']) throw usageError('--mcp stdio reads the protocol from stdin and exits at its end: drop --exit-on-stdin-eof');
   if (values.mcp !== undefined && values.mcp !== 'stdio') throw usageError(`--mcp: expected stdio, got ${JSON.stringify(values.mcp)} (for HTTP use --mcp-listen ADDR)`);
   const listen = values['mcp-listen'];
   if (listen !== undefined && !options.hasToken && !isLoopbackAddress(listen)) {

@@ -29,6 +29,7 @@ describe('the sidecar MCP flags', () => {
     expect(() => parseSidecarArgs(['--workspace', dir, '--mcp', 'http'], {})).toThrow(/--mcp: expected stdio/);
     expect(() => parseSidecarArgs(['--workspace', dir, '--mcp', 'stdio', '--mcp-approve', 'always'], {})).toThrow(/--mcp-approve: expected none, destructive or not_read_only/);
     expect(() => parseSidecarArgs(['--workspace', dir, '--mcp-agent', 'x'], {})).toThrow(/need --mcp stdio or --mcp-listen/);
+    expect(() => parseSidecarArgs(['--workspace', dir, '--mcp', 'stdio', '--exit-on-stdin-eof'], {})).toThrow(/drop --exit-on-stdin-eof/);
     expect(() => parseSidecarArgs(['--workspace', dir, '--mcp-listen', '0.0.0.0:7000'], {})).toThrow(/refusing to serve MCP on 0.0.0.0:7000 without --token-file/);
     const token = file('token', 'secret\n');
     expect(parseSidecarArgs(['--workspace', dir, '--mcp-listen', '0.0.0.0:7000', '--token-file', token], {}).mcp?.listen).toBe('0.0.0.0:7000');
