@@ -1,5 +1,6 @@
 import type { BrainLimits } from './categories/brain/brain-protocol.js';
 import type { McpServerSpec } from './categories/mcp/mcp-servers-file.js';
+import type { SandboxSettings } from './categories/computer/sandbox/sandbox-policy.js';
 
 /**
  * The sidecar's configuration: what the CLI flags (or an embedding program) set. Categories read
@@ -97,6 +98,11 @@ export interface SidecarConfig {
   /** MCP servers whose tools join text turns (`--mcp-servers FILE`), one namespace each, deferred. */
   mcpServers?: McpServerSpec[];
   limits: SidecarLimits;
+  /**
+   * The sandbox every process started for the model runs in, and the file tools obey (`--sandbox`,
+   * `--network`, `--hide`). Unset: `workspace-write`, network off, the state folder hidden.
+   */
+  sandbox?: SandboxSettings;
 }
 
 /** The variables a command inherits from the sidecar when nothing else is configured. */

@@ -129,19 +129,22 @@ export class McpConnection {
   private async connect(): Promise<void> {
     const { spec, options } = this;
     const client = new Client({ name: 'tools-runtime-sidecar', version: '0.1.0' }, { capabilities: {} });
-    let transport: Transport;
-    if (spec.transport === 'stdio') {
-      const env = commandEnv({ allowList: options.config.commandEnvAllowList, extra: { ...options.config.commandEnv, ...spec.env } });
-      transport = new ProcessTransport(startMcpServerProcess({ command: spec.command, args: spec.args, cwd: spec.cwd ?? options.config.workspace, env }));
-    } else {
-      transport = new StreamableHTTPClientTransport(new URL(spec.url), { requestInit: { headers: spec.headers } });
-    }
-    this.transport = transport;
-    client.onclose = () => this.fail(client, this.exitReason(transport, 'the connection closed'));
+    let transport: Transport | undefined;
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
       this.stale = true;
     });
     try {
+      if (spec.transport === 'stdio') {
+        const env = commandEnv({ allowList: options.config.commandEnvAllowList, extra: { ...options.config.commandEnv, ...spec.env } });
+        const started = await startMcpServerProcess({ config: options.config, command: spec.command, args: spec.args, cwd: spec.cwd ?? options.config.workspace, env });
+        transport = new ProcessTransport(started);
+      } else {
+        transport = new StreamableHTTPClientTransport(new URL(spec.url), { requestInit: { headers: spec.headers } });
+      }
+      if (this.closed) throw new Error('closed while starting');
+      this.transport = transport;
+      const opened = transport;
+      client.onclose = () => this.fail(client, this.exitReason(opened, 'the connection closed'));
       await client.connect(transport, { timeout: this.timings.connectTimeoutMs });
       if (this.closed) throw new Error('closed while connecting');
       this.client = client;
@@ -149,13 +152,14 @@ export class McpConnection {
       this.failures = 0;
       options.logger.info('mcp server connected', { server: spec.name, tools: this.listing.length });
     } catch (error) {
+      if (transport && !this.transport) void transport.close().catch(() => undefined);
       this.fail(client, this.exitReason(transport, `it could not be started: ${errorMessage(error)}`));
     } finally {
       this.connecting = undefined;
     }
   }
 
-  private exitReason(transport: Transport, fallback: string): string {
+  private exitReason(transport: Transport | undefined, fallback: string): string {
     const tail = transport instanceof ProcessTransport ? transport.stderrTail.trim().split('\n').slice(-3).join(' | ') : '';
     return tail ? `${fallback} (its stderr ends: ${tail.slice(-500)})` : fallback;
   }

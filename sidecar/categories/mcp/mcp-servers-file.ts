@@ -15,7 +15,13 @@ export type McpServerSpec = {
   timeoutMs: number;
 } & (
   | { transport: 'stdio'; command: string; args: string[]; env: Record<string, string>; cwd?: string }
-  | { transport: 'http'; url: string; headers: Record<string, string> }
+  | {
+      transport: 'http';
+      url: string;
+      headers: Record<string, string>;
+      /** The header files read (absolute): hidden from the sandbox like the sidecar's other secrets. */
+      secretFiles?: string[];
+    }
 );
 
 const common = {
@@ -79,10 +85,12 @@ export function readMcpServersFile(path: string): McpServerSpec[] {
       return { ...shared, transport: 'stdio', command: value.command, args: value.args ?? [], env: value.env ?? {}, ...(value.cwd ? { cwd: resolve(base, value.cwd) } : {}) };
     }
     const headers = { ...value.headers };
+    const secretFiles: string[] = [];
     for (const [header, source] of Object.entries(value.headerFiles ?? {})) {
       const { file: from, prefix = '' } = typeof source === 'string' ? { file: source } : source;
       let text: string;
       try {
+        secretFiles.push(resolve(base, from));
         text = readFileSync(resolve(base, from), 'utf8').split('\n')[0]!.trim();
       } catch (error) {
         throw fail(`server ${name}: cannot read the ${header} header file ${from}: ${errorMessage(error)}`);
@@ -90,6 +98,6 @@ export function readMcpServersFile(path: string): McpServerSpec[] {
       if (text === '') throw fail(`server ${name}: the ${header} header file ${from} is empty`);
       headers[header] = `${prefix}${text}`;
     }
-    return { ...shared, transport: 'http', url: value.url, headers };
+    return { ...shared, transport: 'http', url: value.url, headers, ...(secretFiles.length > 0 ? { secretFiles } : {}) };
   });
 }

@@ -1,9 +1,12 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { sharedProcessGroupReaper } from '../computer/process-group-reaper.js';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { SidecarConfig } from '../../config.js';
+import { policyFor, startProcess } from '../computer/sandbox/index.js';
 
 /** A started stdio MCP server process. */
 export interface McpServerProcess {
   readonly child: ChildProcessWithoutNullStreams;
+  /** Whether it runs inside the sandbox (bubblewrap). */
+  readonly sandboxed: boolean;
   /** Settles once the process has exited (however). */
   readonly exited: Promise<void>;
   /** Ends its whole process group: SIGTERM, then SIGKILL after `graceMs` (default 2,000). Settles on exit. */
@@ -11,31 +14,28 @@ export interface McpServerProcess {
 }
 
 /**
- * The one place the sidecar starts a mounted MCP server's process: `command args` in its own
- * process group (so a stop reaches what it started), tracked by the sidecar's process-group
- * reaper (so it dies with the sidecar, SIGKILL included), stdin and stdout piped for the protocol,
- * stderr piped (the caller keeps a tail for error messages).
+ * Starts a mounted MCP server's process through the sidecar's one start function (`startProcess`):
+ * inside the sandbox with the operator's policy (`--sandbox`, `--network`, `--hide`: the agent's
+ * file system and network rules; no turn tightens it, since a server outlives turns), in a process
+ * group of its own tracked by the reaper (it dies with the sidecar, SIGKILL included), stdin and
+ * stdout piped for the protocol and stderr piped (the caller keeps its tail for error messages).
  *
- * Confinement: this is where the sandbox's start function takes over once it exists (the design's
- * one way to start a process); until then the server runs with the sidecar's user, its cwd (the
- * workspace by default) and the environment the caller built (allow-listed variables only).
- * Never throws for a missing command: the child emits `error` and `exited` settles.
+ * @throws ToolRuntimeError `sandbox_unavailable` when the sandbox is asked for and cannot be had:
+ *   the server does not start unconfined (the message names the cause and the fix).
  */
-export function startMcpServerProcess(options: { command: string; args: string[]; cwd: string; env: NodeJS.ProcessEnv }): McpServerProcess {
-  const child = spawn(options.command, options.args, { cwd: options.cwd, env: options.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
-  const reaper = sharedProcessGroupReaper();
-  const pid = child.pid;
-  if (pid !== undefined) reaper.track(pid);
+export async function startMcpServerProcess(options: { config: SidecarConfig; command: string; args: string[]; cwd: string; env: NodeJS.ProcessEnv }): Promise<McpServerProcess> {
+  const started = await startProcess({
+    argv: [options.command, ...options.args],
+    cwd: options.cwd,
+    env: options.env,
+    policy: policyFor(options.config),
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const child = started.child as ChildProcessWithoutNullStreams;
   const exited = new Promise<void>((resolve) => {
-    let done = false;
     const end = () => {
-      if (done) return;
-      done = true;
-      if (pid !== undefined) {
-        // What the server left in its group goes with it.
-        killGroup(pid, 'SIGKILL');
-        reaper.release(pid);
-      }
+      // What the server left in its group goes with it.
+      started.killGroup('SIGKILL');
       resolve();
     };
     child.once('exit', end);
@@ -43,21 +43,14 @@ export function startMcpServerProcess(options: { command: string; args: string[]
   });
   return {
     child,
+    sandboxed: started.sandboxed,
     exited,
     async stop(graceMs = 2_000) {
-      if (pid === undefined) return exited;
-      killGroup(pid, 'SIGTERM');
-      const timer = setTimeout(() => killGroup(pid, 'SIGKILL'), graceMs);
+      if (started.pid === undefined) return exited;
+      started.killGroup('SIGTERM');
+      const timer = setTimeout(() => started.killGroup('SIGKILL'), graceMs);
       await exited;
       clearTimeout(timer);
     },
   };
-}
-
-function killGroup(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // the group is gone already
-  }
 }

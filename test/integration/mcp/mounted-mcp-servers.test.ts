@@ -15,10 +15,12 @@ import { createCatalogs } from '../../../sidecar/tool-sets.js';
 import { createTurnSession } from '../../../sidecar/turn/turn-session.js';
 import type { CallResult, TurnEvent } from '../../../sidecar/turn/turn-event.js';
 import { liveProcesses, waitFor } from '../../fixtures/process-tree.js';
+import { bwrapWorks, testSandboxSettings } from '../../fixtures/test-sandbox.js';
 
 // Mounted MCP servers against @modelcontextprotocol/server-everything (a real child process, over
 // stdio and over Streamable HTTP) and a fixture server of our own (hang, exit, list_changed). Calls
-// go through a real TurnSession, the path a Turn call takes.
+// go through a real TurnSession, the path a Turn call takes. Stdio servers start through the
+// sandbox's startProcess: under workspace-write where bubblewrap works, off where it does not.
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const everything = `${root}node_modules/@modelcontextprotocol/server-everything/dist/index.js`;
 const fixtureServer = `${root}test/fixtures/mcp/fixture-mcp-server.ts`;
@@ -38,6 +40,7 @@ const config = (mcpServers: McpServerSpec[]): SidecarConfig => ({
   commandEnv: {},
   commandEnvAllowList: ['PATH', 'HOME'],
   limits: { ...defaultSidecarLimits, defaultCallDeadlineMs: 60_000 },
+  sandbox: testSandboxSettings(join(dir, 'state')),
   mcpServers,
 });
 const base = { description: 'test server', trusted: false, timeoutMs: 5_000 };
@@ -152,6 +155,10 @@ for (const transport of ['stdio', 'http'] as const) {
       expect(structured.isDestructive).toBe(true);
       expect(structured.isReadOnly).toBe(false);
       expect(structured.outputSchema).toMatchObject({ type: 'object' });
+      // A stdio server starts through the sandbox's startProcess: bubblewrap in front where it works.
+      if (transport === 'stdio' && bwrapWorks()) {
+        expect(liveProcesses().some((entry) => /^\S*bwrap /.test(entry.command) && entry.command.includes('server-everything'))).toBe(true);
+      }
     }, 60_000);
 
     it('calls a tool and returns structuredContent as a json part', async () => {
@@ -194,7 +201,8 @@ for (const transport of ['stdio', 'http'] as const) {
       const turn = turnOver(tools);
       const call = turn.call('everything', 'trigger-long-running-operation', { duration: 60, steps: 120 }, () => undefined);
       if (transport === 'stdio') {
-        const server = await waitFor(() => liveProcesses().find((entry) => entry.command.includes('server-everything') && entry.command.endsWith('stdio') && entry.parent === process.pid), 10_000);
+        // The node process itself (under bubblewrap its parent is the sandbox, not this process).
+        const server = await waitFor(() => liveProcesses().find((entry) => entry.command.startsWith(`${process.execPath} ${everything}`) && entry.command.endsWith('stdio')), 10_000);
         expect(server).toBeDefined();
         await new Promise((resolve) => setTimeout(resolve, 300));
         process.kill(server!.pid, 'SIGKILL');

@@ -47,9 +47,12 @@ describe('readMcpServersFile', () => {
     });
     expect(readMcpServersFile(path)).toEqual([
       { name: 'local', description: 'Tools of the MCP server "local".', trusted: true, timeoutMs: 60_000, transport: 'stdio', command: 'npx', args: ['-y', 'some-server'], env: { A: 'b' }, cwd: join(dir, 'sub') },
-      { name: 'remote', description: 'Tools of the MCP server "remote".', trusted: false, timeoutMs: 5_000, transport: 'http', url: 'https://mcp.example.com/mcp', headers: { 'X-Team': 'a', Authorization: 'Bearer tok-123' } },
+      { name: 'remote', description: 'Tools of the MCP server "remote".', trusted: false, timeoutMs: 5_000, transport: 'http', url: 'https://mcp.example.com/mcp', headers: { 'X-Team': 'a', Authorization: 'Bearer tok-123' }, secretFiles: [join(dir, 'api.token')] },
     ]);
-    expect(parseSidecarArgs(['--workspace', dir, '--mcp-servers', path], {}).config.mcpServers).toHaveLength(2);
+    const parsed = parseSidecarArgs(['--workspace', dir, '--mcp-servers', path], {});
+    expect(parsed.config.mcpServers).toHaveLength(2);
+    // The token file is out of the sandbox's reach, as the sidecar's own secrets are.
+    expect(parsed.config.sandbox?.hide).toEqual(expect.arrayContaining([join(dir, 'api.token'), path]));
   });
 
   it('refuses a bad file in one line that says where', () => {
