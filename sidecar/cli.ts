@@ -73,6 +73,7 @@ export async function runSidecarCli(
     process.on('SIGTERM', exit);
     process.on('SIGINT', exit);
     catalogs.warm?.();
+    reportSandbox(parsed.config, logger, false);
     return;
   }
   const server = createSidecarServer({
@@ -136,8 +137,13 @@ export async function runSidecarCli(
   catalogs.warm?.();
   // After the listening line: the probe (a bwrap run, some milliseconds) is off the start-up path;
   // a command that comes first waits for the same probe.
-  void sandboxReport(parsed.config).then((report) => {
-    process.stdout.write(`${JSON.stringify(report)}\n`);
+  reportSandbox(parsed.config, logger, true);
+}
+
+/** The sandbox's start-up line: on stdout (unless stdout is the MCP protocol's) and in the log. */
+function reportSandbox(config: SidecarConfig, logger: Logger, toStdout: boolean): void {
+  void sandboxReport(config).then((report) => {
+    if (toStdout) process.stdout.write(`${JSON.stringify(report)}\n`);
     const { event: _event, ...fields } = report;
     if (!report.ok) logger.error('sandbox unavailable: run_command and every process-starting tool refuse each call', fields);
     else if (report.mode === 'off') logger.warn('sandbox off (--sandbox off)', fields);
