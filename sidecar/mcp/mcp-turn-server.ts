@@ -69,10 +69,22 @@ class PendingCall {
 }
 
 interface OpenedTurn {
+  /** The session calls go to now (a fresh one after ROTATE_AFTER_CALLS, see below). */
   session: TurnSession;
+  /** Calls sent to `session`. */
+  calls: number;
   tools: Map<string, WorkerAgentTool>;
   listing: Tool[];
+  makeSession(): TurnSession;
 }
+
+/**
+ * A TurnSession remembers every call id it was given (duplicates are refused), so a session that
+ * lives for days would grow without end. After this many calls, at a moment when none runs (so the
+ * scheduling rules never straddle two sessions), later calls go to a fresh session over the same
+ * tools.
+ */
+const ROTATE_AFTER_CALLS = 10_000;
 
 /** Longest progress message sent for one presentation event. */
 const MAX_PROGRESS_MESSAGE_CHARS = 2_000;
@@ -88,7 +100,8 @@ const MAX_PROGRESS_MESSAGE_CHARS = 2_000;
  * for goes to the client as an elicitation when it declared that capability; without it, the
  * call is denied (never run unasked).
  */
-export function createMcpTurnServer(options: McpServeOptions & { label: string; version?: string }): McpTurnServer {
+export function createMcpTurnServer(options: McpServeOptions & { label: string; version?: string; rotateAfterCalls?: number }): McpTurnServer {
+  const rotateAfterCalls = options.rotateAfterCalls ?? ROTATE_AFTER_CALLS;
   const { config, logger } = options;
   const server = new Server({ name: 'tools-runtime-sidecar', version: options.version ?? '0.1.0' }, { capabilities: { tools: {} } });
   const turnAbort = new AbortController();
@@ -114,12 +127,18 @@ export function createMcpTurnServer(options: McpServeOptions & { label: string; 
       approvalPolicy: options.approvalPolicy,
     };
     const assembled = await assembleToolSet(options.catalogs, { turn, config, signal: turnAbort.signal });
-    const session = createTurnSession({ tools: assembled.tools, limits: config.limits, logger, logFields, approvalPolicy: options.approvalPolicy });
+    const makeSession = () => {
+      const session = createTurnSession({ tools: assembled.tools, limits: config.limits, logger, logFields, approvalPolicy: options.approvalPolicy });
+      pump(session);
+      return session;
+    };
+    const session = makeSession();
     if (closed) session.abort('the MCP session ended');
-    pump(session);
     logger.info('mcp turn opened', { ...logFields, tools: assembled.tools.length });
     ready = {
       session,
+      calls: 0,
+      makeSession,
       tools: new Map(assembled.tools.map((tool) => [toolKey(tool.name, tool.namespace), tool])),
       listing: assembled.tools.map(toMcpTool),
     };
@@ -195,7 +214,14 @@ export function createMcpTurnServer(options: McpServeOptions & { label: string; 
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: (await turn()).listing }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    const { session, tools } = ready ?? (await turn());
+    const opened = ready ?? (await turn());
+    if (++opened.calls > rotateAfterCalls && opened.session.activeCalls === 0 && !closed) {
+      opened.session.endInput();
+      opened.session = opened.makeSession();
+      opened.calls = 1;
+      logger.debug('mcp turn session renewed', { ...logFields, after: rotateAfterCalls });
+    }
+    const { session, tools } = opened;
     const { namespace, name } = fromMcpToolName(request.params.name);
     const callId = `mcp-${++nextCall}`;
     const call = new PendingCall(session, callId, tools.get(toolKey(name, namespace || undefined)), extra, request.params._meta?.progressToken);
