@@ -6,8 +6,7 @@ import { openStdinLifeline, type StdinLifeline } from './open-stdin-lifeline.js'
 import { parseSidecarArgs, sidecarHelpRequested, type SidecarCliOptions } from './parse-sidecar-args.js';
 import { sandboxReport } from './sandbox-report.js';
 import { createSidecarServer } from './server.js';
-import { startMcpHttpListener, type McpHttpListener } from './mcp/mcp-http-listener.js';
-import { serveMcpStdio } from './mcp/serve-mcp-stdio.js';
+import type { McpHttpListener } from './mcp/mcp-http-listener.js';
 import { SIDECAR_USAGE } from './sidecar-usage.js';
 import { startSidecarTelemetry, type SidecarTelemetry } from './telemetry/sidecar-telemetry.js';
 
@@ -60,6 +59,8 @@ export async function runSidecarCli(
   const mcp = parsed.mcp && { catalogs, config: parsed.config, logger, agentId: parsed.mcp.agentId, approvalPolicy: parsed.mcp.approvalPolicy };
   if (mcp && parsed.mcp?.stdio) {
     // MCP on stdin/stdout instead of the gRPC port: the client's exit (stdin's end) ends the sidecar.
+    // Loaded only here: the MCP SDK (about 250 KB built) is not on a plain sidecar's start-up path.
+    const { serveMcpStdio } = await import('./mcp/serve-mcp-stdio.js');
     await serveMcpStdio({
       ...mcp,
       onEnd: (why) => {
@@ -94,6 +95,7 @@ export async function runSidecarCli(
   let mcpHttp: McpHttpListener | undefined;
   if (mcp && parsed.mcp?.listen) {
     try {
+      const { startMcpHttpListener } = await import('./mcp/mcp-http-listener.js');
       mcpHttp = await startMcpHttpListener({ ...mcp, address: parsed.mcp.listen, maxBodyBytes: parsed.config.limits.maxMessageBytes, ...(parsed.token ? { token: parsed.token } : {}) });
     } catch (error) {
       logger.error('could not serve MCP', { address: parsed.mcp.listen, error: errorMessage(error) });

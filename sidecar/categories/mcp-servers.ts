@@ -12,13 +12,16 @@ import {
 } from '../../src/index.js';
 import type { SidecarConfig } from '../config.js';
 import type { CategoryContext } from './category.js';
-import { McpConnection, type McpConnectionTimings, type McpToolListing } from './mcp/mcp-connection.js';
+import type { McpConnection, McpConnectionTimings, McpToolListing } from './mcp/mcp-connection.js';
 import type { McpServerSpec } from './mcp/mcp-servers-file.js';
 
 /** The agent's mounted MCP servers, for the sidecar's lifetime. */
 export interface McpServersState {
+  /** The connections, once `load()` has made them (none before). */
   readonly connections: readonly McpConnection[];
   readonly logger: Logger;
+  /** Loads the MCP client (only when servers are declared) and makes the connections, once. */
+  load(): Promise<readonly McpConnection[]>;
   /** Starts every connection (at once: the first turn should not pay for the start-up). */
   start(): void;
   close(): Promise<void>;
@@ -29,12 +32,27 @@ export const DEFAULT_MCP_ASSEMBLY_WAIT_MS = 3_000;
 
 /** Creates the connections of `config.mcpServers` (none started yet). */
 export function createMcpServersState(config: SidecarConfig, options: { logger: Logger; timings?: Partial<McpConnectionTimings> }): McpServersState {
-  const connections = (config.mcpServers ?? []).map((spec) => new McpConnection(spec, { config, logger: options.logger, ...(options.timings ? { timings: options.timings } : {}) }));
+  const specs = config.mcpServers ?? [];
+  let connections: McpConnection[] = [];
+  let loading: Promise<McpConnection[]> | undefined;
+  // The MCP client (the SDK, about 250 KB built) loads only for a sidecar that mounts a server.
+  const load = () =>
+    (loading ??= import('./mcp/mcp-connection.js').then(({ McpConnection }) => {
+      connections = specs.map((spec) => new McpConnection(spec, { config, logger: options.logger, ...(options.timings ? { timings: options.timings } : {}) }));
+      return connections;
+    }));
   return {
-    connections,
+    get connections() {
+      return connections;
+    },
     logger: options.logger,
-    start: () => connections.forEach((connection) => connection.start()),
-    close: async () => void (await Promise.all(connections.map((connection) => connection.close()))),
+    load: () => (specs.length === 0 ? Promise.resolve([]) : load()),
+    start() {
+      if (specs.length > 0) void load().then((made) => made.forEach((connection) => connection.start()));
+    },
+    async close() {
+      if (loading) await Promise.all((await loading).map((connection) => connection.close()));
+    },
   };
 }
 
@@ -51,11 +69,13 @@ const wrapped = new WeakMap<McpToolListing, WorkerAgentTool[]>();
  * `notifications/tools/list_changed` shows at the next assembly.
  */
 export async function createMcpServerTools(context: CategoryContext, state: McpServersState, waitMs = DEFAULT_MCP_ASSEMBLY_WAIT_MS): Promise<WorkerAgentTool[]> {
-  if (context.turn.kind !== 'text' || state.connections.length === 0) return [];
-  const listings = await Promise.all(state.connections.map((connection) => connection.tools(context.signal, waitMs)));
+  if (context.turn.kind !== 'text') return [];
+  const connections = await state.load();
+  if (connections.length === 0) return [];
+  const listings = await Promise.all(connections.map((connection) => connection.tools(context.signal, waitMs)));
   const tools: WorkerAgentTool[] = [];
   listings.forEach((listing, index) => {
-    const connection = state.connections[index]!;
+    const connection = connections[index]!;
     let made = wrapped.get(listing);
     if (!made) wrapped.set(listing, (made = wrapListing(connection, listing, state.logger)));
     tools.push(...made);
