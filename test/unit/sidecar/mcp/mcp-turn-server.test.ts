@@ -4,7 +4,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { defaultSidecarLimits } from '../../../../sidecar/config.js';
 import { createMcpTurnServer } from '../../../../sidecar/mcp/mcp-turn-server.js';
-import type { Logger } from '../../../../src/index.js';
+import type { Catalogs } from '../../../../sidecar/categories/category.js';
+import { defineWorkerTool, type Logger } from '../../../../src/index.js';
 import { createFixtureCatalogs } from '../../../fixtures/fixture-categories.js';
 
 // The SDK's client and the sidecar's MCP turn server in one process, over the SDK's in-memory pair.
@@ -13,9 +14,9 @@ function recordingLogger(lines: string[]): Logger {
   return { debug: log, info: log, warn: log, error: log };
 }
 
-async function connect(options: { rotateAfterCalls?: number; lines: string[] }) {
+async function connect(options: { rotateAfterCalls?: number; lines: string[]; catalogs?: Catalogs }) {
   const turn = createMcpTurnServer({
-    catalogs: createFixtureCatalogs(),
+    catalogs: options.catalogs ?? createFixtureCatalogs(),
     config: { workspace: '/tmp', stateDir: '/tmp/mcp-turn-state', commandEnv: {}, commandEnvAllowList: [], limits: defaultSidecarLimits },
     logger: recordingLogger(options.lines),
     agentId: 'agent',
@@ -52,6 +53,27 @@ describe('createMcpTurnServer', () => {
     const result = (await client.callTool({ name: namespaced!.name, arguments: { key: 'a' } })) as CallToolResult;
     expect(result.content.length).toBeGreaterThan(0);
     expect(JSON.stringify(result)).not.toContain('unknown_tool');
+    turn.close();
+    await client.close();
+  });
+
+  it('serves a declared outputSchema, with the json part as structuredContent (the SDK client checks it)', async () => {
+    const weather = defineWorkerTool({
+      name: 'weather',
+      description: 'The weather of a city.',
+      jsonSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      outputSchema: { type: 'object', properties: { celsius: { type: 'number' } }, required: ['celsius'] },
+      isReadOnly: true,
+      async execute() {
+        return { content: [{ type: 'text', text: 'mild' }, { type: 'json', value: { celsius: 18 } }] };
+      },
+    });
+    const { client, turn } = await connect({ lines: [], catalogs: { text: [() => [weather]], workflowTask: [] } });
+    const { tools } = await client.listTools();
+    expect(tools[0]).toMatchObject({ name: 'weather', outputSchema: { type: 'object', required: ['celsius'] }, annotations: { readOnlyHint: true, destructiveHint: false } });
+    const result = (await client.callTool({ name: 'weather', arguments: { city: 'Oslo' } })) as CallToolResult;
+    expect(result.structuredContent).toEqual({ celsius: 18 });
+    expect(result.content).toEqual([{ type: 'text', text: 'mild' }, { type: 'text', text: '{"celsius":18}' }]);
     turn.close();
     await client.close();
   });
