@@ -30,6 +30,8 @@ interface DefinitionBase<TParams> {
   /** Defaults to the tool's name. */
   describeActivity?: (params: TParams) => string;
   describeCompletedActivity?: (params: TParams, result: AgentToolResult) => string;
+  /** See WorkerAgentTool.alwaysAsks. */
+  alwaysAsks?: (params: TParams) => boolean;
   execute: (params: TParams, context: ToolExecutionContext) => Promise<AgentToolResult>;
 }
 
@@ -107,6 +109,7 @@ export function defineWorkerTool(
     isDestructive: definition.isDestructive ?? false,
     describeActivity: definition.describeActivity ?? (() => name),
     describeCompletedActivity: definition.describeCompletedActivity,
+    ...(definition.alwaysAsks ? { alwaysAsks: definition.alwaysAsks } : {}),
     execute: definition.execute,
   };
 }

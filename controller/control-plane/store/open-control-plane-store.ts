@@ -1,3 +1,4 @@
+import type { Logger } from '../../../src/index.js';
 import type { ControlPlaneStore } from './control-plane-store.js';
 import { isPostgresUrl, openPostgresStore } from './postgres/open-postgres-store.js';
 import { openSqliteStore } from './sqlite/open-sqlite-store.js';
@@ -15,6 +16,8 @@ export interface OpenControlPlaneStoreOptions {
   claimExpirySeconds?: number;
   now?: () => Date;
   newId?: () => string;
+  /** PostgreSQL only: where connection errors and a lost or regained database are logged. */
+  logger?: Logger;
 }
 
 /**
@@ -28,22 +31,10 @@ export interface OpenControlPlaneStoreOptions {
 export async function openControlPlaneStore(options: OpenControlPlaneStoreOptions): Promise<ControlPlaneStore> {
   const extra = { ...(options.now ? { now: options.now } : {}), ...(options.newId ? { newId: options.newId } : {}) };
   if (options.database) {
-    return openPostgresStore({ url: options.database, ...extra, ...(options.claimExpirySeconds ? { claimExpirySeconds: options.claimExpirySeconds } : {}) });
+    return openPostgresStore({ url: options.database, ...extra, ...(options.logger ? { logger: options.logger } : {}), ...(options.claimExpirySeconds ? { claimExpirySeconds: options.claimExpirySeconds } : {}) });
   }
   return openSqliteStore({ dataDir: options.dataDir, ...extra });
 }
 
-/**
- * The `--database` value: the flag, else `DATABASE_URL`, else undefined (SQLite).
- *
- * @throws Error naming the value when it is not a PostgreSQL URL (the password left out).
- */
-export function resolveDatabaseOption(flag: string | undefined, env: NodeJS.ProcessEnv): string | undefined {
-  const value = flag ?? (env.DATABASE_URL || undefined);
-  if (value === undefined) return undefined;
-  if (!isPostgresUrl(value)) {
-    const from = flag !== undefined ? '--database' : 'DATABASE_URL';
-    throw new Error(`${from} must be a postgres:// or postgresql:// URL (got "${value.replace(/:[^:@/]*@/, ':***@')}"); leave it out for the embedded SQLite store in --data-dir`);
-  }
-  return value;
-}
+// Re-exported for the callers that open the store too; light callers import database-option.ts.
+export { resolveDatabaseOption } from './database-option.js';
