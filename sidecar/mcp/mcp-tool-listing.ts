@@ -1,5 +1,6 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import { toolKey, toolParameters, type ContentPart, type WorkerAgentTool } from '../../src/index.js';
+import type { ContentPart, WorkerAgentTool } from '../../src/index.js';
+import { toolKey, toolParameters } from '../../src/schema/collect-tool-schemas.js';
 import { safeJsonStringify } from '../turn/build-result.js';
 import type { CallResult } from '../turn/turn-event.js';
 

@@ -9,7 +9,8 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import { errorMessage, toolKey, type Logger, type PresentationEvent, type WorkerAgentTool } from '../../src/index.js';
+import { errorMessage, type Logger, type PresentationEvent, type WorkerAgentTool } from '../../src/index.js';
+import { toolKey } from '../../src/schema/collect-tool-schemas.js';
 import { assembleToolSet, type ApprovalPolicy, type Catalogs, type TurnContext } from '../categories/category.js';
 import type { SidecarConfig } from '../config.js';
 import { createTurnSession, type TurnSession } from '../turn/turn-session.js';
