@@ -59,8 +59,7 @@ let dir: string;
 let health: AnyClient;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'sidecar-health-'));
-  // --sandbox off: no toolruntime.v1.Sandbox status (its own suite checks that one), so List is exact.
-  sidecar = await startSidecar({ args: ['--workspace', dir, '--state-dir', join(dir, 'state'), '--sandbox', 'off'] });
+  sidecar = await startSidecar({ args: ['--workspace', dir, '--state-dir', join(dir, 'state')] });
   health = clientFor('grpc/health/v1/health.proto', [join(root, 'proto')], ['grpc', 'health', 'v1', 'Health'], sidecar.address);
 });
 afterAll(async () => {
