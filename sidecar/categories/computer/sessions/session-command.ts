@@ -19,11 +19,11 @@ const FOREGROUND = 'set -m; /bin/sh -c "$1"; exit $?';
  * run_command gets (bubblewrap's argv in front under `workspace-write` and `read-only`, the
  * command itself under `off`), so a session is confined exactly like a command.
  *
- * Two changes for a sandboxed terminal: bubblewrap's `--new-session` (setsid, so a command cannot
- * push input into the sidecar's terminal with TIOCSTI) is left out, or the command would lose the
- * PTY as its controlling terminal, and with it Ctrl-C, job control and `read -p` (the only terminal
- * such a command can reach is its own PTY, whose input is the model's anyway); and the command
- * takes the terminal's foreground (see FOREGROUND).
+ * Two changes for a sandboxed terminal: `terminal: true` has the sandbox leave out bubblewrap's
+ * `--new-session`, or the command would lose the PTY as its controlling terminal, and with it
+ * Ctrl-C, job control and `read -p` (the only terminal such a command can reach is its own PTY,
+ * whose input is the model's anyway); and the command takes the terminal's foreground (see
+ * FOREGROUND).
  *
  * @throws ToolRuntimeError `sandbox_unavailable` when the policy needs the sandbox and this machine
  *   cannot give it: nothing may run then.
@@ -31,8 +31,5 @@ const FOREGROUND = 'set -m; /bin/sh -c "$1"; exit $?';
 export async function sessionCommandArgv(options: { command: string; cwd: string; env: NodeJS.ProcessEnv; tty: boolean; policy: SandboxPolicy }): Promise<SessionExec> {
   const sandboxedTty = options.tty && options.policy.mode !== 'off';
   const argv: [string, ...string[]] = sandboxedTty ? ['/bin/bash', '-c', FOREGROUND, 'bash', options.command] : ['/bin/sh', '-c', options.command];
-  const exec = await prepareCommand({ argv, cwd: options.cwd, env: options.env, policy: options.policy });
-  if (!sandboxedTty) return exec;
-  const end = exec.args.indexOf('--');
-  return { ...exec, args: exec.args.filter((arg, index) => !(arg === '--new-session' && (end === -1 || index < end))) };
+  return prepareCommand({ argv, cwd: options.cwd, env: options.env, policy: options.policy, terminal: options.tty });
 }

@@ -86,9 +86,10 @@ describe(`command sessions (sandbox: ${testSandboxMode()})`, () => {
     expect(text).toContain('one');
     expect(text).not.toContain('ready');
     // Two writes issued together apply in order; each read holds what followed its own write.
+    // Each write's wait is long enough for cat's echo even on a loaded machine.
     const [a, b] = await Promise.all([
-      callTool(tools.write_session!, { session_id: id, input: 'alpha\n', yield_ms: 300 }),
-      callTool(tools.write_session!, { session_id: id, input: 'beta\n', yield_ms: 300 }),
+      callTool(tools.write_session!, { session_id: id, input: 'alpha\n', yield_ms: 2_000 }),
+      callTool(tools.write_session!, { session_id: id, input: 'beta\n', yield_ms: 2_000 }),
     ]);
     expect(a.text).toContain('alpha');
     expect(a.text).not.toContain('beta');
