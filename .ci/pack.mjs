@@ -12,7 +12,8 @@
 //   peerDependencies   zod (your schemas and ours are one zod's types), and as optional peers the
 //                      packages only some features need that are native or heavy: better-sqlite3
 //                      (Brain, the controller's SQLite store), mcporter (MCP-backed skills; it
-//                      brings a native bundler). A library-only consumer installs neither.
+//                      brings a native bundler), @lydell/node-pty (terminal sessions). A
+//                      library-only consumer installs none of them.
 //
 // Prints one JSON line: { tarball, manifest } (the tarball's absolute path, the derived manifest).
 import { execFileSync } from 'node:child_process';
@@ -30,6 +31,7 @@ const peers = [
   ['zod', '^4.0.0', false, 'tool schemas: yours and the runtime must agree on zod 4 types'],
   ['better-sqlite3', '^12.6.2', true, 'native: Brain and the controller SQLite store'],
   ['mcporter', '^0.9.0', true, 'MCP-backed skills; brings a native bundler (rolldown)'],
+  ['@lydell/node-pty', '^1.1.0', true, 'native: command sessions with a terminal (tty: true)'],
 ];
 
 const log = (line) => process.stderr.write(`pack: ${line}\n`);

@@ -3,8 +3,9 @@
 # runs it in a temporary folder). From the packed tarball (`npm run pack`), makes DEST a folder
 # that runs with plain node:
 #
-#   DEST/node_modules/        tools-runtime and its production dependencies, plus better-sqlite3
-#                             (the controller's default SQLite store and Brain; an optional peer)
+#   DEST/node_modules/        tools-runtime and its production dependencies, plus its optional
+#                             peers better-sqlite3 (the controller's default SQLite store, Brain)
+#                             and @lydell/node-pty (terminal sessions; a prebuilt binary)
 #   DEST/dist -> node_modules/tools-runtime/dist
 #                             so deploy/*.yaml's `node dist/sidecar/main.js` and
 #                             `node dist/controller/control-plane-main.js` run from WORKDIR DEST
@@ -40,7 +41,7 @@ cp "$tarball" "$dest/$name"
 cd "$dest"
 
 if [ -n "$offline" ]; then
-  node "$here/../../.ci/consumer-lock.mjs" --dir "$dest" --tarball "$dest/$name" --with better-sqlite3 >/dev/null
+  node "$here/../../.ci/consumer-lock.mjs" --dir "$dest" --tarball "$dest/$name" --with better-sqlite3 --with @lydell/node-pty >/dev/null
   npm ci --offline --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error
   # No registry, so better-sqlite3 cannot fetch its prebuilt addon. The repository's own install
   # holds that addon for the same version and this same Node: use it (compiling sqlite3.c takes
@@ -60,7 +61,7 @@ else
   "name": "tools-runtime-image",
   "version": "0.0.0",
   "private": true,
-  "dependencies": { "tools-runtime": "file:$name", "better-sqlite3": "^12.6.2" },
+  "dependencies": { "tools-runtime": "file:$name", "better-sqlite3": "^12.6.2", "@lydell/node-pty": "^1.1.0" },
   "allowScripts": { "better-sqlite3": true }
 }
 JSON
