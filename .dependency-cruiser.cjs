@@ -1,0 +1,100 @@
+/**
+ * The project's layering, as import rules checked in `npm test` (`npm run lint:deps`). A violation
+ * prints the rule's name and its `comment`: why the rule exists. docs/architecture.md explains them.
+ * test/unit/architecture/layering-rules.test.ts plants a violation of each rule and proves it fails.
+ */
+
+/** The one place a module of the sidecar may start a process (the sandboxed process runner). */
+const PROCESS_STARTERS = [
+  // TODO(coordinator): once branch `sandbox` is merged, narrow this to the one process-starting
+  // module it adds, and drop mcporter.ts when skills start mcporter through it.
+  '^sidecar/categories/computer/(sandbox/|run-process|process-group-reaper)',
+  '^sidecar/categories/skills/mcporter\\.ts$',
+];
+
+/** The one module through which tools reach control-plane messages. */
+const CONTROL_MESSAGES = '^sidecar/categories/control/control-messages\\.ts$';
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'library-knows-no-process',
+      comment:
+        'src/ is the library both processes (and users) import: it must not depend on the sidecar or the controller. ' +
+        'Code both processes need goes in src/ (e.g. src/grpc-server/), never in one process\'s folder.',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { path: '^(sidecar|controller)/' },
+    },
+    {
+      name: 'public-api-exports-no-server',
+      comment:
+        'src/index.ts is the public API of the tool library: it exports no gRPC server machinery. ' +
+        'src/grpc-server/ is shared by the two processes, internal to this package.',
+      severity: 'error',
+      from: { path: '^src/index\\.ts$' },
+      to: { path: '^src/grpc-server/' },
+    },
+    {
+      name: 'controller-not-into-sidecar',
+      comment:
+        'The two processes meet only through the proto and the library: the controller never imports sidecar code. ' +
+        'Move what both need to src/.',
+      severity: 'error',
+      from: { path: '^controller/' },
+      to: { path: '^sidecar/' },
+    },
+    {
+      name: 'sidecar-not-into-controller',
+      comment:
+        'The two processes meet only through the proto and the library: the sidecar never imports controller code. ' +
+        'Move what both need to src/.',
+      severity: 'error',
+      from: { path: '^sidecar/' },
+      to: { path: '^controller/' },
+    },
+    {
+      name: 'tools-see-no-transport',
+      comment:
+        'Tools (sidecar/categories/) never see grpc-js, generated proto code or the sidecar\'s gRPC layer, so the wire can change without touching a tool. ' +
+        'Control-plane messages are domain types: reach them through sidecar/categories/control/control-messages.ts.',
+      severity: 'error',
+      from: { path: '^sidecar/categories/', pathNot: CONTROL_MESSAGES },
+      to: { path: '^(src/gen/|src/grpc-server/|sidecar/grpc/|node_modules/@grpc/)' },
+    },
+    {
+      name: 'control-messages-only-control-plane',
+      comment:
+        'control-messages.ts is the tools\' one door to generated code, and it opens on the control-plane messages only ' +
+        '(src/gen/toolruntime/v1/control_plane.ts): never the sidecar protocol, grpc-js or the gRPC layer.',
+      severity: 'error',
+      from: { path: CONTROL_MESSAGES },
+      to: { path: '^(src/gen/(?!toolruntime/v1/control_plane\\.ts$)|src/grpc-server/|sidecar/grpc/|node_modules/@grpc/)' },
+    },
+    {
+      name: 'tools-start-no-process',
+      comment:
+        'A tool never calls child_process itself: only the sidecar\'s one process-starting module may, ' +
+        'so no tool can bypass the sandbox (and the reaping of its process group) by accident.',
+      severity: 'error',
+      from: { path: '^(src|sidecar)/', pathNot: PROCESS_STARTERS },
+      to: { dependencyTypes: ['core'], path: '^(node:)?child_process$' },
+    },
+    {
+      name: 'no-circular',
+      comment:
+        'Circles (type-only imports included) make a module impossible to understand, test or load alone. ' +
+        'Move the shared type to a module of its own that both import.',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    // Type-only imports count: a circle through types is still a circle for the reader.
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    exclude: { path: '^(node_modules|dist)/' },
+  },
+};
