@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { errorMessage, ToolRuntimeError, type LogLevel } from '../src/index.js';
 import type { BrainLimits } from './categories/brain/brain-protocol.js';
 import { defaultCommandEnvAllowList, defaultSidecarLimits, type SidecarConfig, type SidecarLimits } from './config.js';
-import { isLoopbackAddress } from './grpc/listen-address.js';
+import { isLoopbackAddress } from '../src/grpc-server/listen-address.js';
 import type { SidecarTls } from './server.js';
 
 /** What the sidecar's flags say. */

@@ -2,11 +2,11 @@ import * as grpc from '@grpc/grpc-js';
 import { ToolRuntimeError, type Logger } from '../src/index.js';
 import type { Catalogs } from './categories/category.js';
 import type { SidecarConfig } from './config.js';
-import { createTokenInterceptor } from './grpc/auth-interceptor.js';
+import { createTokenInterceptor } from '../src/grpc-server/auth-interceptor.js';
 import { createToolSidecarServiceDefinition } from './grpc/encode-turn-response.js';
-import { createSidecarHealth } from './grpc/health-service.js';
-import { addLazyReflection } from './grpc/lazy-reflection.js';
-import { boundAddress, isLoopbackAddress } from './grpc/listen-address.js';
+import { createSidecarHealth } from '../src/grpc-server/health-service.js';
+import { addLazyReflection } from '../src/grpc-server/lazy-reflection.js';
+import { boundAddress, isLoopbackAddress } from '../src/grpc-server/listen-address.js';
 import { createSidecarService } from './grpc/sidecar-service.js';
 import type { SidecarTelemetry } from './telemetry/sidecar-telemetry.js';
 

@@ -11,10 +11,10 @@ import {
   type ListApprovalsResponse,
 } from '../../../src/gen/toolruntime/v1/control_plane.js';
 import { isControlPlaneError } from '../control-plane-error.js';
-import { createTokenInterceptor } from '../../../sidecar/grpc/auth-interceptor.js';
-import { createSidecarHealth } from '../../../sidecar/grpc/health-service.js';
-import { addLazyReflection } from '../../../sidecar/grpc/lazy-reflection.js';
-import { boundAddress, isLoopbackAddress } from '../../../sidecar/grpc/listen-address.js';
+import { createTokenInterceptor } from '../../../src/grpc-server/auth-interceptor.js';
+import { createSidecarHealth } from '../../../src/grpc-server/health-service.js';
+import { addLazyReflection } from '../../../src/grpc-server/lazy-reflection.js';
+import { boundAddress, isLoopbackAddress } from '../../../src/grpc-server/listen-address.js';
 
 const SERVICE_NAME = 'toolruntime.v1.ControlPlaneService';
 

@@ -2,9 +2,9 @@ import { EventEmitter } from 'node:events';
 import * as grpc from '@grpc/grpc-js';
 import type * as ProtoLoader from '@grpc/proto-loader';
 import type * as Reflection from '@grpc/reflection';
-import { errorMessage } from '../../src/index.js';
-import { loadOnFirstUse } from '../../src/load-on-first-use.js';
-import { runtimePath } from '../../src/runtime-path.js';
+import { errorMessage } from '../index.js';
+import { loadOnFirstUse } from '../load-on-first-use.js';
+import { runtimePath } from '../runtime-path.js';
 
 const loadReflection = loadOnFirstUse<typeof Reflection>('@grpc/reflection');
 const loadProtoLoader = loadOnFirstUse<typeof ProtoLoader>('@grpc/proto-loader');
