@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { errorMessage } from '../../../src/index.js';
 import { approvalStateToJSON, ControlPlaneServiceClient, type Approval } from '../../../src/gen/toolruntime/v1/control_plane.js';
-import type { CliIo } from '../../cli.js';
+import type { CliIo } from '../../cli-io.js';
 
 const USAGE = `Usage: npm run controller -- approvals list [--all] [--agent ID] [--json]
        npm run controller -- approvals approve ID [--reason TEXT]

@@ -1,6 +1,7 @@
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { errorMessage } from '../../../../src/index.js';
+import type { PostgresStoreContext } from './postgres-store-context.js';
 import { ControlPlaneError } from '../../control-plane-error.js';
 import type { ControlPlaneStore } from '../control-plane-store.js';
 import { postgresMigrations, type PostgresMigration } from './postgres-migrations.js';
@@ -30,13 +31,6 @@ export interface OpenPostgresStoreOptions {
    * controller may run the job (default 900 s: longer than any turn should take).
    */
   claimExpirySeconds?: number;
-}
-
-/** What the PostgreSQL parts of the store share. */
-export interface PostgresStoreContext {
-  db: Kysely<PostgresDatabase>;
-  now: () => Date;
-  newId: () => string;
 }
 
 /** Whether `value` names a PostgreSQL database rather than a folder. */
