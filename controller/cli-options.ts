@@ -37,6 +37,8 @@ export interface CliOptions {
   approve: 'never' | 'destructive' | 'all';
   /** `--metrics-listen HOST:PORT`: serve Prometheus metrics there while the turn runs. */
   metricsListen?: string;
+  /** `--sandbox MODE`: passed to the sidecar it starts (the sidecar's default when absent). */
+  sandbox?: 'off' | 'read-only' | 'workspace-write';
 }
 
 /** The default prompt of `npm start`. */
@@ -76,6 +78,8 @@ Options:
                           y/N at the terminal; without a terminal such calls are denied, so use
                           --approve never for unattended runs that may change the workspace
   --metrics-listen ADDR   serve Prometheus metrics at http://ADDR/metrics (HOST:PORT) while it runs
+  --sandbox MODE          the started sidecar's sandbox for commands: workspace-write (its default),
+                          read-only or off (unconfined); see docs/sandbox.md
   --quiet                 print only the final answer
   --help                  this text
 
@@ -128,6 +132,7 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
         quiet: { type: 'boolean' },
         approve: { type: 'string' },
         'metrics-listen': { type: 'string' },
+        sandbox: { type: 'string' },
       },
     }).values;
   } catch (error) {
@@ -151,6 +156,11 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
   if (approve !== 'never' && approve !== 'destructive' && approve !== 'all') {
     throw new ToolRuntimeError('invalid_request', `--approve must be "never", "destructive" or "all", not "${approve}"`);
   }
+  const sandbox = parsed.sandbox;
+  if (sandbox !== undefined && sandbox !== 'off' && sandbox !== 'read-only' && sandbox !== 'workspace-write') {
+    throw new ToolRuntimeError('invalid_request', `--sandbox must be "off", "read-only" or "workspace-write", not "${sandbox}"`);
+  }
+  if (sandbox !== undefined && parsed.sidecar) throw new ToolRuntimeError('invalid_request', '--sandbox is for the sidecar the CLI starts; a running --sidecar has its own');
   if (parsed['token-file'] && !parsed.sidecar) throw new ToolRuntimeError('invalid_request', '--token-file goes with --sidecar');
   if (parsed.sidecar && parsed.workspace) throw new ToolRuntimeError('invalid_request', '--workspace starts a sidecar; it cannot be used with --sidecar');
   if (parsed.stream && parsed['no-stream']) throw new ToolRuntimeError('invalid_request', 'choose one of --stream and --no-stream');
@@ -158,6 +168,7 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
     help: parsed.help === true,
     prompt: parsed.prompt ?? DEFAULT_PROMPT,
     ...(parsed.workspace ? { workspace: parsed.workspace } : {}),
+    ...(sandbox ? { sandbox } : {}),
     ...(parsed.sidecar ? { sidecar: parsed.sidecar } : {}),
     ...(parsed['token-file'] ? { tokenFile: parsed['token-file'] } : {}),
     embedded,

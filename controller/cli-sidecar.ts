@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runtimePath } from '../src/runtime-path.js';
 import type { CliOptions } from './cli-options.js';
-import { spawnSidecar } from './sidecar-client/spawn-sidecar.js';
+import { describeSidecarSandbox, spawnSidecar } from './sidecar-client/spawn-sidecar.js';
 
 // Kept light on purpose: `npm start` loads this module (and spawns the sidecar through it) before
 // the rest of the controller, so nothing here may import the src/ barrel, grpc-js or zod.
@@ -28,7 +28,7 @@ export interface CliSidecar {
  *   `signal` aborts; a file error for an unreadable `--token-file` or a failed copy.
  */
 export async function connectCliSidecar(
-  options: Pick<CliOptions, 'sidecar' | 'tokenFile' | 'workspace'>,
+  options: Pick<CliOptions, 'sidecar' | 'tokenFile' | 'workspace' | 'sandbox'>,
   cleanups: Array<() => Promise<void>>,
   signal: AbortSignal,
   progress: (line: string) => void,
@@ -46,8 +46,11 @@ export async function connectCliSidecar(
     // than a folder per run under ~/.local/state.
     extraArgs.push('--state-dir', join(scratch, 'state'));
   }
+  if (options.sandbox) extraArgs.push('--sandbox', options.sandbox);
   progress(`▶ starting the sidecar over ${workspace}`);
   const spawned = await spawnSidecar({ workspace, signal, extraArgs });
   cleanups.push(() => spawned.stop());
+  // Shown when the sidecar has probed bubblewrap (just after it listens), without holding the turn.
+  void spawned.sandbox.then((event) => event && progress(`▶ ${describeSidecarSandbox(event)}`));
   return { address: spawned.address };
 }

@@ -4,6 +4,7 @@ import type { Catalogs } from './categories/category.js';
 import type { SidecarConfig } from './config.js';
 import { openStdinLifeline, type StdinLifeline } from './open-stdin-lifeline.js';
 import { parseSidecarArgs, sidecarHelpRequested, type SidecarCliOptions } from './parse-sidecar-args.js';
+import { sandboxReport } from './sandbox-report.js';
 import { createSidecarServer } from './server.js';
 import { SIDECAR_USAGE } from './sidecar-usage.js';
 import { startSidecarTelemetry, type SidecarTelemetry } from './telemetry/sidecar-telemetry.js';
@@ -102,4 +103,13 @@ export async function runSidecarCli(
   // gets a drain, not the default action of SIGTERM.
   process.stdout.write(`${JSON.stringify({ event: 'listening', address })}\n`);
   catalogs.warm?.();
+  // After the listening line: the probe (a bwrap run, some milliseconds) is off the start-up path;
+  // a command that comes first waits for the same probe.
+  void sandboxReport(parsed.config).then((report) => {
+    process.stdout.write(`${JSON.stringify(report)}\n`);
+    const { event: _event, ...fields } = report;
+    if (!report.ok) logger.error('sandbox unavailable: run_command and every process-starting tool refuse each call', fields);
+    else if (report.mode === 'off') logger.warn('sandbox off (--sandbox off)', fields);
+    else logger.info('sandbox ready', fields);
+  });
 }

@@ -1,4 +1,5 @@
 import type { BrainLimits } from './categories/brain/brain-protocol.js';
+import type { SandboxSettings } from './categories/computer/sandbox/sandbox-policy.js';
 
 /**
  * The sidecar's configuration: what the CLI flags (or an embedding program) set. Categories read
@@ -94,6 +95,11 @@ export interface SidecarConfig {
   /** Folder of skills (each a folder with SKILL.md); no skills when unset. */
   skillsDir?: string;
   limits: SidecarLimits;
+  /**
+   * The sandbox every process started for the model runs in, and the file tools obey (`--sandbox`,
+   * `--network`, `--hide`). Unset: `workspace-write`, network off, the state folder hidden.
+   */
+  sandbox?: SandboxSettings;
 }
 
 /** The variables a command inherits from the sidecar when nothing else is configured. */

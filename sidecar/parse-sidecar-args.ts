@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { errorMessage, ToolRuntimeError, type LogLevel } from '../src/index.js';
 import type { BrainLimits } from './categories/brain/brain-protocol.js';
 import { defaultCommandEnvAllowList, defaultSidecarLimits, type SidecarConfig, type SidecarLimits } from './config.js';
+import { defaultSandboxSettings, parseNetworkPolicy, parseSandboxMode, type SandboxSettings } from './categories/computer/sandbox/sandbox-policy.js';
 import { isLoopbackAddress } from '../src/grpc-server/listen-address.js';
 import type { SidecarTls } from './server.js';
 
@@ -66,6 +67,10 @@ const flags = {
   'brain-max-total-bytes': { type: 'string' },
   skills: { type: 'string' },
   'metrics-listen': { type: 'string' },
+  sandbox: { type: 'string' },
+  network: { type: 'string' },
+  hide: { type: 'string', multiple: true },
+  'allow-unsandboxed': { type: 'boolean' },
 } as const;
 
 const limitFlags: Array<[keyof typeof flags, keyof SidecarLimits]> = [
@@ -212,6 +217,8 @@ export function parseSidecarArgs(argv: string[], env: NodeJS.ProcessEnv = proces
       clientCa: values['tls-client-ca'] ? Buffer.from(readText('tls-client-ca', values['tls-client-ca'])) : undefined,
     };
   }
+  config.sandbox = sandboxSettings(values, config);
+
   const listen = values.listen ?? '127.0.0.1:0';
   if (!token && !isLoopbackAddress(listen)) {
     throw new SidecarUsageError(
@@ -227,6 +234,42 @@ export function parseSidecarArgs(argv: string[], env: NodeJS.ProcessEnv = proces
     exitOnStdinEof: values['exit-on-stdin-eof'] === true,
     ...(values['metrics-listen'] !== undefined ? { metricsListen: values['metrics-listen'] } : {}),
   };
+}
+
+/**
+ * `--sandbox`, `--network`, `--hide` and `--allow-unsandboxed` as settings. The sidecar hides, on
+ * its own, every path it was given a secret or state in: the state folder, the token file, the TLS
+ * key, the web search key file. The state folder's `mcporter` folder stays readable (skills tell
+ * the model to run the wrapper and configuration written there).
+ */
+function sandboxSettings(values: { sandbox?: string; network?: string; hide?: string[]; 'allow-unsandboxed'?: boolean; 'token-file'?: string; 'tls-key'?: string; 'web-search-key-file'?: string }, config: SidecarConfig): SandboxSettings {
+  const settings = defaultSandboxSettings();
+  try {
+    if (values.sandbox !== undefined) settings.mode = parseSandboxMode(values.sandbox);
+  } catch (error) {
+    throw new SidecarUsageError(`--sandbox: ${errorMessage(error)}`);
+  }
+  if (values.network !== undefined) {
+    if (settings.mode === 'off' && values.network !== 'on') {
+      throw new SidecarUsageError(`--network ${values.network} needs a sandbox to enforce it: with --sandbox off commands reach every network (drop --network, or choose --sandbox workspace-write)`);
+    }
+    try {
+      settings.network = parseNetworkPolicy(values.network);
+    } catch (error) {
+      throw new SidecarUsageError(`--network: ${errorMessage(error)}`);
+    }
+  } else if (settings.mode === 'off') {
+    settings.network = { mode: 'on' };
+  }
+  for (const given of values.hide ?? []) {
+    if (given.trim() === '') throw new SidecarUsageError('--hide: expected a path, got an empty string');
+    if (resolve(given) === '/') throw new SidecarUsageError('--hide /: hiding the whole file system leaves nothing to run');
+  }
+  const own = [config.stateDir, values['token-file'], values['tls-key'], values['web-search-key-file']].filter((file): file is string => file !== undefined);
+  settings.hide = [...new Set([...own, ...(values.hide ?? [])].map((file) => resolve(file)))];
+  settings.readable = [join(config.stateDir, 'mcporter')];
+  settings.allowUnsandboxed = values['allow-unsandboxed'] === true;
+  return settings;
 }
 
 /** Whether `argv` asks for `--help` (or `-h`), whatever else it holds. */

@@ -8,9 +8,16 @@ import { createSidecarHealth } from '../src/grpc-server/health-service.js';
 import { addLazyReflection } from '../src/grpc-server/lazy-reflection.js';
 import { boundAddress, isLoopbackAddress } from '../src/grpc-server/listen-address.js';
 import { createSidecarService } from './grpc/sidecar-service.js';
+import { sandboxReport } from './sandbox-report.js';
 import type { SidecarTelemetry } from './telemetry/sidecar-telemetry.js';
 
 const SERVICE_NAME = 'toolruntime.v1.ToolSidecarService';
+/**
+ * The health service's name for the sandbox: SERVING once bubblewrap was found working,
+ * NOT_SERVING while probing and when it cannot be had (process tools then refuse every call);
+ * unknown (NOT_FOUND) under `--sandbox off`. The server itself ('') stays SERVING: its other tools work.
+ */
+export const SANDBOX_HEALTH_SERVICE = 'toolruntime.v1.Sandbox';
 
 /** TLS material, PEM encoded. With `clientCa`, clients must present a certificate it signed. */
 export interface SidecarTls {
@@ -83,6 +90,12 @@ export function createSidecarServer(options: {
         server.bindAsync(address, credentials, (error, boundPort) => (error ? reject(error) : resolve(boundPort)));
       });
       const real = boundAddress(address, port);
+      if ((config.sandbox?.mode ?? 'workspace-write') !== 'off') {
+        health.setStatus(SANDBOX_HEALTH_SERVICE, 'NOT_SERVING');
+        void sandboxReport(config).then((report) => {
+          if (report.ok && !closing) health.setStatus(SANDBOX_HEALTH_SERVICE, 'SERVING');
+        });
+      }
       logger.info('sidecar listening', { address: real, tls: options.tls !== undefined, auth: options.token !== undefined });
       return real;
     },
@@ -95,6 +108,7 @@ export function createSidecarServer(options: {
   async function drain(graceMs: number): Promise<void> {
     health.setStatus('', 'NOT_SERVING');
     health.setStatus(SERVICE_NAME, 'NOT_SERVING');
+    if ((config.sandbox?.mode ?? 'workspace-write') !== 'off') health.setStatus(SANDBOX_HEALTH_SERVICE, 'NOT_SERVING');
     const shutdown = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
     const graceEnds = Date.now() + graceMs;
     // Wait (bounded) for running calls to finish on their own.

@@ -39,6 +39,18 @@ Limits (positive integers):
                               largest control request sent or client reply accepted (default
                               1 MiB; at most --max-message-bytes)
 
+Sandbox (every process started for the model: commands, skills' MCP calls; see docs/sandbox.md):
+  --sandbox MODE              workspace-write (default): all read-only but the workspace, private
+                              /tmp, own PID namespace, no capabilities; read-only: the workspace too;
+                              off: unconfined, with the sidecar's own rights. Needs bubblewrap
+                              (apt-get install bubblewrap): without it, process tools refuse
+  --network N                 off (default under a sandbox) | on | allow:HOST,... (host names,
+                              *.globs, addresses; through the sidecar's proxy, HTTP_PROXY set)
+  --hide PATH                 also hidden from commands and file tools (repeatable); the state
+                              folder, token file, TLS key and search key file always are
+  --allow-unsandboxed         run_command may ask to run a command outside the sandbox; each such
+                              call needs the client's approval
+
 Commands and tools:
   --env KEY=VALUE             extra environment for commands (repeatable)
   --env-allow NAME            another of the sidecar's variables that commands inherit (repeatable)

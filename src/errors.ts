@@ -32,6 +32,13 @@ export type ToolRuntimeErrorCode =
   | 'model_error'
   /** The sidecar is unreachable or died. */
   | 'sidecar_unavailable'
+  /**
+   * A tool that starts processes cannot confine them as the sidecar's `--sandbox` asks (no
+   * bubblewrap, user namespaces refused): nothing ran. The message names the cause and the fix.
+   */
+  | 'sandbox_unavailable'
+  /** The sandbox's policy forbids what the call asked (a write under `read-only`, a hidden path). */
+  | 'sandbox_denied'
   /** A bug or an unexpected state. */
   | 'internal';
 

@@ -122,7 +122,7 @@ export interface TokenCorpusReport {
 function assemble(client: ToolSidecarServiceClient, values: string[] | undefined, header = 'authorization'): Promise<boolean> {
   const metadata = new grpc.Metadata();
   for (const value of values ?? []) metadata.add(header, value);
-  const context = { agentId: 'a', turnId: 't', kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined };
+  const context = { agentId: 'a', turnId: 't', kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined, sandbox: undefined };
   return new Promise((resolve) => client.assembleTools({ context }, metadata, { deadline: new Date(Date.now() + 15_000) }, (error) => resolve(!error)));
 }
 

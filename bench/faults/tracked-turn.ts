@@ -35,7 +35,7 @@ export function openTurnRequest(agentId: string): TurnRequest {
     request: {
       $case: 'open',
       value: {
-        context: { agentId, turnId: `fault-${Math.random().toString(36).slice(2)}`, kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined },
+        context: { agentId, turnId: `fault-${Math.random().toString(36).slice(2)}`, kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined, sandbox: undefined },
       },
     },
   };

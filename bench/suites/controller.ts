@@ -106,7 +106,7 @@ async function rawTurn(address: string): Promise<{ burst: (calls: number) => Pro
   });
   stream.on('error', () => {});
   stream.write({
-    request: { $case: 'open', value: { context: { agentId: 'bench', turnId: 'raw', kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined } } },
+    request: { $case: 'open', value: { context: { agentId: 'bench', turnId: 'raw', kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined, sandbox: undefined } } },
   });
   await opened;
   return {

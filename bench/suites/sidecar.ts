@@ -109,7 +109,7 @@ async function openTurn(address: string) {
   const opened = new Promise<void>((resolve) => (toolSetReady = resolve));
   turn.on('data', (message: TurnResponse) => (message.event?.$case === 'toolSet' ? toolSetReady() : turnMatch.onData(message)));
   turn.write({
-    request: { $case: 'open', value: { context: { agentId: 'bench', turnId: 'bench', kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined } } },
+    request: { $case: 'open', value: { context: { agentId: 'bench', turnId: 'bench', kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined, sandbox: undefined } } },
   });
   await opened;
   const send = (index: number) => {

@@ -85,7 +85,7 @@ async function manyCalls(address: string): Promise<void> {
       }
     });
     turn.write({
-      request: { $case: 'open', value: { context: { agentId: 'bench', turnId: 'startup', kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined } } },
+      request: { $case: 'open', value: { context: { agentId: 'bench', turnId: 'startup', kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined, sandbox: undefined } } },
     });
   });
   turn.end();
@@ -107,7 +107,7 @@ async function firstToolSet(address: string): Promise<void> {
         }
       });
       turn.write({
-        request: { $case: 'open', value: { context: { agentId: 'bench', turnId: 'first', kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: true, approvalPolicy: undefined } } },
+        request: { $case: 'open', value: { context: { agentId: 'bench', turnId: 'first', kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: true, approvalPolicy: undefined, sandbox: undefined } } },
       });
     });
   } finally {

@@ -62,7 +62,7 @@ async function openTarget(workspace: string, env: NodeJS.ProcessEnv, traced: boo
     }
   });
   stream.on('error', () => {});
-  const open: TurnRequest = { request: { $case: 'open', value: { context: { agentId: 'bench', turnId: 'bench-turn', kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined } } } };
+  const open: TurnRequest = { request: { $case: 'open', value: { context: { agentId: 'bench', turnId: 'bench-turn', kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined, sandbox: undefined } } } };
   stream.write(open);
   await ready;
   const traceId = randomBytes(16).toString('hex');

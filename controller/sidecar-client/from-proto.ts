@@ -3,6 +3,7 @@ import { isJSONObject, ToolRuntimeError } from '../../src/index.js';
 import {
   ApprovalMode,
   ExecutionMode,
+  SandboxMode,
   TurnKind,
   type ContentPart as ProtoContentPart,
   type ToolDefinition as ProtoToolDefinition,
@@ -63,6 +64,17 @@ export function turnContextToProto(context: TurnContextInput): ProtoTurnContext 
       : undefined,
     resultSchemaJson: context.resultSchemaJson ?? '',
     labels: context.labels ?? {},
+    sandbox: context.sandbox
+      ? {
+          mode:
+            context.sandbox.mode === 'read-only'
+              ? SandboxMode.SANDBOX_MODE_READ_ONLY
+              : context.sandbox.mode === 'workspace-write'
+                ? SandboxMode.SANDBOX_MODE_WORKSPACE_WRITE
+                : SandboxMode.SANDBOX_MODE_UNSPECIFIED,
+          networkOff: context.sandbox.networkOff ?? false,
+        }
+      : undefined,
   };
 }
 

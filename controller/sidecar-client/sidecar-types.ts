@@ -38,6 +38,11 @@ export interface TurnContextInput {
   controlPlane?: boolean;
   /** Which calls need this client's approval; none when absent. */
   approvalPolicy?: ApprovalPolicyInput;
+  /**
+   * Tightens the sidecar's sandbox for this turn's processes (never loosens it: the stricter of
+   * this and the sidecar's `--sandbox`/`--network` applies). The sidecar's own when absent.
+   */
+  sandbox?: { mode?: 'read-only' | 'workspace-write'; networkOff?: boolean };
 }
 
 /** A validated call waiting for approval, as the sidecar describes it. */

@@ -22,8 +22,31 @@ export function sidecarCommand(built = runningBuilt): { command: string; args: s
     : { command: runtimePath('node_modules/.bin/tsx'), args: [runtimePath('sidecar/main.ts')] };
 }
 
+/** The sidecar's `{"event":"sandbox",...}` line: what its commands run under (sidecar/sandbox-report.ts). */
+export interface SidecarSandboxEvent {
+  mode: string;
+  network: string;
+  /** False: the sandbox cannot be had, and the sidecar's process tools refuse every call. */
+  ok: boolean;
+  cause?: string;
+  fix?: string;
+  warning?: string;
+}
+
+/** One line for a person: what the sidecar's commands run under, or why they cannot run and the fix. */
+export function describeSidecarSandbox(event: SidecarSandboxEvent): string {
+  if (!event.ok) return `sandbox unavailable: commands will be refused (${event.cause}). Fix: ${event.fix}`;
+  if (event.mode === 'off') return `sandbox off: ${event.warning ?? 'commands run unconfined'}`;
+  return `commands run sandboxed (${event.mode}, network ${event.network})`;
+}
+
 /** A sidecar child process that is listening. */
 export interface SpawnedSidecar {
+  /**
+   * Its sandbox line, which follows the listening line once the sidecar has probed bubblewrap;
+   * `undefined` when the sidecar exits without one.
+   */
+  sandbox: Promise<SidecarSandboxEvent | undefined>;
   /** `127.0.0.1:PORT`, as the sidecar printed it. */
   address: string;
   child: ChildProcess;
@@ -79,6 +102,9 @@ export async function spawnSidecar(options: {
     stderr = (stderr + chunk).slice(-65_536);
   });
   const exited = once(child, 'exit').then(() => undefined);
+  let reportSandbox: (event: SidecarSandboxEvent | undefined) => void = () => {};
+  const sandbox = new Promise<SidecarSandboxEvent | undefined>((resolve) => (reportSandbox = resolve));
+  void exited.then(() => reportSandbox(undefined));
   const timeoutMs = options.timeoutMs ?? 30_000;
   try {
     const address = await new Promise<string>((resolve, reject) => {
@@ -92,6 +118,7 @@ export async function spawnSidecar(options: {
       createInterface({ input: child.stdout! }).on('line', (line) => {
         try {
           const event = JSON.parse(line) as { event?: string; address?: string };
+          if (event.event === 'sandbox') reportSandbox(event as unknown as SidecarSandboxEvent);
           if (event.event === 'listening' && typeof event.address === 'string') {
             clearTimeout(timer);
             options.signal?.removeEventListener('abort', onAbort);
@@ -118,7 +145,7 @@ export async function spawnSidecar(options: {
       signalGroup('SIGKILL');
       process.off('exit', onExit);
     };
-    return { address, child, stderr: () => stderr, stop };
+    return { address, child, sandbox, stderr: () => stderr, stop };
   } catch (error) {
     signalGroup('SIGKILL');
     await exited;

@@ -1,5 +1,6 @@
 import type { WorkerAgentTool } from '../../src/index.js';
 import type { SidecarConfig } from '../config.js';
+import type { TurnSandbox } from './computer/sandbox/sandbox-policy.js';
 import type { ControlChannel } from '../turn/client-requests.js';
 
 export type { ControlChannel } from '../turn/client-requests.js';
@@ -33,6 +34,8 @@ export interface TurnContext {
   controlPlane?: boolean;
   /** Which calls need approval; absent means none. */
   approvalPolicy?: ApprovalPolicy;
+  /** The turn's tightening of the sidecar's sandbox (never a loosening); absent means none. */
+  sandbox?: TurnSandbox;
 }
 
 /** What a category creator is given for one turn. */

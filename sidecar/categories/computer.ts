@@ -3,14 +3,17 @@ import type { CategoryContext } from './category.js';
 import { createFileTools } from './computer/file-tools.js';
 import { reapLeftoverCommands } from './computer/leftover-commands.js';
 import { createRunCommandTool } from './computer/run-command-tool.js';
+import { policyFor } from './computer/sandbox/start-process.js';
 
 /**
  * The computer category: run_command, read_file, write_file, edit_file and list_files, all confined
- * to `config.workspace`. Offered on text turns only (the workflow task catalog leaves it out).
+ * to `config.workspace` and held to the turn's sandbox policy. Offered on text turns only (the workflow task catalog leaves it out).
  * The first call in a process kills what earlier sidecars on the same state folder left running.
  */
 export function createComputerTools(context: CategoryContext, options: { killGraceMs?: number } = {}): WorkerAgentTool[] {
   reapLeftoverCommands(context.config.stateDir);
-  const [readFile, writeFile, editFile, listFiles] = createFileTools({ config: context.config });
-  return [createRunCommandTool({ config: context.config, killGraceMs: options.killGraceMs }), readFile!, writeFile!, editFile!, listFiles!];
+  // One policy per turn: the operator's sandbox, tightened by the turn's own request.
+  const policy = policyFor(context.config, context.turn.sandbox);
+  const [readFile, writeFile, editFile, listFiles] = createFileTools({ config: context.config, policy });
+  return [createRunCommandTool({ config: context.config, policy, killGraceMs: options.killGraceMs }), readFile!, writeFile!, editFile!, listFiles!];
 }

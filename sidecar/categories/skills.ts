@@ -3,6 +3,7 @@ import type { Logger } from '../../src/index.js';
 import type { SidecarConfig } from '../config.js';
 import type { CategoryContext, CategoryOutput } from './category.js';
 import { commandEnv } from './computer/command-env.js';
+import { policyFor } from './computer/sandbox/start-process.js';
 import { installMcporterWrapper, listMcpTools, mcporterServerEntry, writeMcporterConfig, type McpListing } from './skills/mcporter.js';
 import { SkillCatalog, type Skill, type SkillMcpServer } from './skills/skill-catalog.js';
 
@@ -44,7 +45,8 @@ async function listingFor(state: SkillsState, config: SidecarConfig, mcporter: s
   const listing = (async () => {
     const configPath = await writeMcporterConfig(path.join(config.stateDir, 'mcporter', 'servers'), { [server]: definition });
     const env = commandEnv({ allowList: config.commandEnvAllowList, extra: config.commandEnv });
-    return listMcpTools({ mcporter, configPath, server, env, timeoutMs: state.listTimeoutMs, signal });
+    // The listing is cached across turns, so it runs under the operator's policy, not a turn's tightening.
+    return listMcpTools({ mcporter, configPath, server, env, cwd: config.workspace, policy: policyFor(config), timeoutMs: state.listTimeoutMs, signal });
   })();
   state.listings.set(key, { at: Date.now(), listing });
   return listing;

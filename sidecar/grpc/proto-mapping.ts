@@ -3,6 +3,7 @@ import type { ContentPart as DomainContentPart, ToolSchema } from '../../src/ind
 import {
   ApprovalMode,
   ExecutionMode,
+  SandboxMode,
   TurnKind,
   type ApprovalPolicy as ProtoApprovalPolicy,
   type ClientReply,
@@ -12,6 +13,7 @@ import {
   type TurnResponse,
 } from '../../src/gen/toolruntime/v1/sidecar.js';
 import type { ApprovalPolicy, TurnContext } from '../categories/category.js';
+import type { TurnSandbox } from '../categories/computer/sandbox/sandbox-policy.js';
 import { safeJsonStringify } from '../turn/build-result.js';
 import type { ClientReplyPayload, TurnEvent } from '../turn/turn-event.js';
 
@@ -28,7 +30,14 @@ export function toDomainTurnContext(context: ProtoTurnContext | undefined): Turn
     labels: { ...(context?.labels ?? {}) },
     controlPlane: context?.controlPlane ?? false,
     approvalPolicy: toApprovalPolicy(context?.approvalPolicy),
+    ...(context?.sandbox ? { sandbox: toTurnSandbox(context.sandbox) } : {}),
   };
+}
+
+/** The turn's sandbox tightening (UNSPECIFIED or an unknown mode → the sidecar's own). */
+function toTurnSandbox(sandbox: NonNullable<ProtoTurnContext['sandbox']>): TurnSandbox {
+  const mode = sandbox.mode === SandboxMode.SANDBOX_MODE_READ_ONLY ? 'read-only' : sandbox.mode === SandboxMode.SANDBOX_MODE_WORKSPACE_WRITE ? 'workspace-write' : undefined;
+  return { ...(mode ? { mode } : {}), ...(sandbox.networkOff ? { networkOff: true } : {}) };
 }
 
 const approvalModes: Partial<Record<ApprovalMode, ApprovalPolicy['mode']>> = {

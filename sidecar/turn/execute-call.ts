@@ -50,7 +50,7 @@ class CallAbort extends Error {
 const callEnded = new CallAbort('aborted', 'the call ended');
 const resolved = Promise.resolve();
 
-const resultCodes = new Set<CallErrorCode>(['invalid_arguments', 'tool_failed', 'timeout', 'aborted', 'internal']);
+const resultCodes = new Set<CallErrorCode>(['invalid_arguments', 'tool_failed', 'timeout', 'aborted', 'internal', 'sandbox_unavailable', 'sandbox_denied']);
 
 /**
  * Runs one validated call through the scheduler: waits for its ticket, sends `activity-started`,

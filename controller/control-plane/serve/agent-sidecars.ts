@@ -31,7 +31,7 @@ export class AgentSidecars {
       await Promise.all(
         [...options.agents].map(async ([agentId, entry]) => {
           if (entry.kind === 'workspace') {
-            const extraArgs = entry.stateDir ? ['--state-dir', entry.stateDir] : [];
+            const extraArgs = [...(entry.stateDir ? ['--state-dir', entry.stateDir] : []), ...(entry.sandbox ? ['--sandbox', entry.sandbox] : [])];
             const spawned = await spawnSidecar({ workspace: entry.workspace, extraArgs, signal: options.signal });
             sidecars.#spawned.push(spawned);
             const client = createSidecarClient({ address: spawned.address });
@@ -39,6 +39,10 @@ export class AgentSidecars {
             sidecars.#clients.set(agentId, client);
             sidecars.#addresses.push({ agentId, address: spawned.address });
             options.logger.info('sidecar started', { agentId, workspace: entry.workspace, address: spawned.address });
+            void spawned.sandbox.then((event) => {
+              if (event && !event.ok) options.logger.error('sidecar sandbox unavailable: its commands will be refused', { agentId, cause: event.cause, fix: event.fix });
+              else if (event) options.logger.info('sidecar sandbox', { agentId, mode: event.mode, network: event.network });
+            });
             return;
           }
           const token = entry.tokenFile ? await readToken(entry.tokenFile) : undefined;

@@ -6,7 +6,7 @@ import { errorMessage, ToolRuntimeError } from '../../../src/index.js';
 /** Where one agent's sidecar is: a running one, or a workspace to start one over. */
 export type AgentSidecarEntry =
   | { kind: 'address'; address: string; tokenFile?: string }
-  | { kind: 'workspace'; workspace: string; stateDir?: string };
+  | { kind: 'workspace'; workspace: string; stateDir?: string; sandbox?: 'off' | 'read-only' | 'workspace-write' };
 
 /**
  * The most agents one `serve` process takes: a platform's fleet (the fleet simulation runs 1,000),
@@ -17,14 +17,19 @@ export const MAX_AGENTS = 10_000;
 const AGENT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 const entry = z.union([
   z.strictObject({ address: z.string().min(1).max(512), tokenFile: z.string().min(1).max(4096).optional() }),
-  z.strictObject({ workspace: z.string().min(1).max(4096), stateDir: z.string().min(1).max(4096).optional() }),
+  z.strictObject({
+    workspace: z.string().min(1).max(4096),
+    stateDir: z.string().min(1).max(4096).optional(),
+    sandbox: z.enum(['off', 'read-only', 'workspace-write']).optional(),
+  }),
 ]);
 const file = z.record(z.string(), entry);
 
 /**
  * Reads `serve --agents FILE`: a JSON object mapping each agent id to its sidecar, either
  * `{"address": "HOST:PORT", "tokenFile": "F"}` (a sidecar that runs already) or
- * `{"workspace": "DIR", "stateDir": "DIR"}` (one to start over that workspace). Relative paths are
+ * `{"workspace": "DIR", "stateDir": "DIR", "sandbox": "off|read-only|workspace-write"}` (one to start
+ * over that workspace; `sandbox` is its `--sandbox`, the sidecar's default when absent). Relative paths are
  * read from the file's folder.
  *
  * @throws ToolRuntimeError `invalid_request` with a one-line reason: unreadable file, not JSON, an
@@ -66,7 +71,12 @@ export async function readAgentsFile(path: string): Promise<Map<string, AgentSid
       id,
       'address' in value
         ? { kind: 'address', address: value.address, ...(value.tokenFile ? { tokenFile: resolve(base, value.tokenFile) } : {}) }
-        : { kind: 'workspace', workspace: resolve(base, value.workspace), ...(value.stateDir ? { stateDir: resolve(base, value.stateDir) } : {}) },
+        : {
+            kind: 'workspace',
+            workspace: resolve(base, value.workspace),
+            ...(value.stateDir ? { stateDir: resolve(base, value.stateDir) } : {}),
+            ...(value.sandbox ? { sandbox: value.sandbox } : {}),
+          },
     );
   }
   return agents;

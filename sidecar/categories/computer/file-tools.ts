@@ -5,6 +5,8 @@ import { z } from 'zod';
 import { defineWorkerTool, textResult, ToolRuntimeError, truncateMiddle, type WorkerAgentTool } from '../../../src/index.js';
 import type { SidecarConfig } from '../../config.js';
 import { listWorkspaceFiles } from './list-workspace-files.js';
+import { checkFileAccess, hiddenPathTest } from './sandbox/file-access.js';
+import type { SandboxPolicy } from './sandbox/sandbox-policy.js';
 import { smallDiff } from './small-diff.js';
 import { resolveWorkspacePath } from './workspace-path.js';
 
@@ -54,11 +56,19 @@ const listSchema = z.object({
 /**
  * The file tools of the computer category: read_file and list_files (read-only, parallel),
  * write_file and edit_file (destructive, sequential). Every path is resolved inside the workspace
- * (see resolveWorkspacePath); errors are thrown with a message the model can act on.
+ * (see resolveWorkspacePath) and held to the turn's sandbox `policy` like the commands are
+ * (checkFileAccess: hidden paths, read-only); errors are thrown with a message the model can act on.
  */
-export function createFileTools(options: { config: SidecarConfig }): WorkerAgentTool[] {
-  const { config } = options;
-  const resolve = (given: string, signal: AbortSignal) => resolveWorkspacePath(config.workspace, given, { signal });
+export function createFileTools(options: { config: SidecarConfig; policy: SandboxPolicy }): WorkerAgentTool[] {
+  const { config, policy } = options;
+  const isHidden = hiddenPathTest(policy);
+  const resolveFor = async (access: 'read' | 'write', given: string, signal: AbortSignal) => {
+    const target = await resolveWorkspacePath(config.workspace, given, { signal });
+    checkFileAccess(policy, isHidden, target.absolute, target.relative, access);
+    return target;
+  };
+  const resolve = (given: string, signal: AbortSignal) => resolveFor('read', given, signal);
+  const resolveWrite = (given: string, signal: AbortSignal) => resolveFor('write', given, signal);
 
   const readTool = defineWorkerTool({
     name: 'read_file',
@@ -98,12 +108,12 @@ export function createFileTools(options: { config: SidecarConfig }): WorkerAgent
     describeActivity: (params) => `Writing ${params.path}`,
     describeCompletedActivity: (params) => `Wrote ${params.path} (${countLines(params.content)} lines)`,
     async execute(params, context) {
-      const target = await resolve(params.path, context.signal);
+      const target = await resolveWrite(params.path, context.signal);
       const existing = await stat(target.absolute).catch(() => undefined);
       if (existing?.isDirectory()) throw fail(`${target.relative} is a directory`);
       await mkdir(path.dirname(target.absolute), { recursive: true });
       // The folders just made could in theory be raced into a symlink: check again before writing.
-      const checked = await resolve(params.path, context.signal);
+      const checked = await resolveWrite(params.path, context.signal);
       await writeFile(checked.absolute, params.content, { signal: context.signal });
       const bytes = Buffer.byteLength(params.content);
       return textResult(`${existing ? 'Overwrote' : 'Created'} ${checked.relative}: ${bytes} bytes, ${countLines(params.content)} lines`, {
@@ -125,7 +135,7 @@ export function createFileTools(options: { config: SidecarConfig }): WorkerAgent
       return `Edited ${params.path}${count ? ` (${count} replacement${count === 1 ? '' : 's'})` : ''}`;
     },
     async execute(params, context) {
-      const target = await resolve(params.path, context.signal);
+      const target = await resolveWrite(params.path, context.signal);
       const before = await readText(target.absolute, target.relative);
       if (params.old_string === params.new_string) throw new ToolRuntimeError('invalid_arguments', 'old_string and new_string are the same: nothing to change');
       const parts = before.split(params.old_string);
@@ -160,7 +170,7 @@ export function createFileTools(options: { config: SidecarConfig }): WorkerAgent
       // The walk starts at the glob's static base: it must not lead out through a symlink.
       const root = await resolve('.', context.signal);
       if (base !== '' && base !== '.') await resolve(base, context.signal);
-      const listing = await listWorkspaceFiles({ root: root.absolute, pattern: params.pattern, signal: context.signal });
+      const listing = await listWorkspaceFiles({ root: root.absolute, pattern: params.pattern, signal: context.signal, isHidden });
       const text =
         listing.files.length === 0
           ? `No files match \`${params.pattern}\`.`

@@ -27,6 +27,8 @@ export async function listWorkspaceFiles(options: {
   signal: AbortSignal;
   maxResults?: number;
   maxVisited?: number;
+  /** True for an absolute path the sandbox hides: neither listed nor walked into. */
+  isHidden?: (absolute: string) => boolean;
 }): Promise<WorkspaceListing> {
   const { root, pattern, signal } = options;
   const maxResults = options.maxResults ?? 1_000;
@@ -46,6 +48,7 @@ export async function listWorkspaceFiles(options: {
     if (signal.aborted) throw new ToolRuntimeError('aborted', 'list_files was aborted');
     const relativeDir = queue.shift()!;
     let dir;
+    if (options.isHidden?.(path.join(root, relativeDir))) continue;
     try {
       dir = await opendir(path.join(root, relativeDir));
     } catch {
@@ -54,6 +57,7 @@ export async function listWorkspaceFiles(options: {
     for await (const entry of dir) {
       visited++;
       const relative = relativeDir === '' ? entry.name : `${relativeDir}/${entry.name}`;
+      if (options.isHidden?.(path.join(root, relative))) continue;
       if (entry.isDirectory()) {
         if (!namesSkipped(entry.name)) queue.push(relative);
       } else if (isMatch(relative)) {

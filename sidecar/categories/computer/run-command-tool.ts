@@ -5,6 +5,7 @@ import type { SidecarConfig } from '../../config.js';
 import { commandEnv } from './command-env.js';
 import { instanceEnv } from './leftover-commands.js';
 import { runProcess } from './run-process.js';
+import type { SandboxPolicy } from './sandbox/sandbox-policy.js';
 import { resolveWorkspacePath } from './workspace-path.js';
 
 /** The default and the largest `timeout_ms` of run_command. */
@@ -38,13 +39,14 @@ function short(command: string): string {
 }
 
 /**
- * The `run_command` tool: `/bin/sh -c` inside the workspace, stdin closed, env from the allow-list
+ * The `run_command` tool: `/bin/sh -c` inside the workspace, under the turn's sandbox `policy`
+ * (a call fails with `sandbox_unavailable`, nothing run, when the sandbox cannot be had), stdin closed, env from the allow-list
  * plus `config.commandEnv`, output streamed as `command.output` events and returned head and tail.
  * A timeout (its own, or the call's signal) kills the whole process group. On the call's abort it
  * throws `aborted` once the group is dead; on its own timeout it returns the output so far.
  */
-export function createRunCommandTool(options: { config: SidecarConfig; killGraceMs?: number }): WorkerAgentTool<z.output<typeof schema>> {
-  const { config } = options;
+export function createRunCommandTool(options: { config: SidecarConfig; policy: SandboxPolicy; killGraceMs?: number }): WorkerAgentTool<z.output<typeof schema>> {
+  const { config, policy } = options;
   return defineWorkerTool({
     name: 'run_command',
     description:
@@ -67,6 +69,7 @@ export function createRunCommandTool(options: { config: SidecarConfig; killGrace
       const timeout = AbortSignal.timeout(timeoutMs);
       const outcome = await runProcess({
         command: params.command,
+        policy,
         cwd,
         env: { ...commandEnv({ allowList: config.commandEnvAllowList, extra: config.commandEnv }), ...instanceEnv() },
         signal: AbortSignal.any([context.signal, timeout]),

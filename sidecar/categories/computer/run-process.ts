@@ -1,7 +1,8 @@
-import { spawn } from 'node:child_process';
 import { StringDecoder } from 'node:string_decoder';
 import { HeadTailBuffer } from './head-tail-buffer.js';
-import { sharedProcessGroupReaper, type ProcessGroupReaper } from './process-group-reaper.js';
+import type { ProcessGroupReaper } from './process-group-reaper.js';
+import type { SandboxPolicy } from './sandbox/sandbox-policy.js';
+import { startProcess } from './sandbox/start-process.js';
 
 /** How a process ended. */
 export interface ProcessOutcome {
@@ -19,6 +20,8 @@ export interface ProcessOutcome {
 
 export interface RunProcessOptions {
   command: string;
+  /** The sandbox it runs under (see startProcess). */
+  policy: SandboxPolicy;
   cwd: string;
   env: NodeJS.ProcessEnv;
   /** Kills the whole process group: SIGTERM, then SIGKILL after `killGraceMs`. */
@@ -37,14 +40,6 @@ export interface RunProcessOptions {
   reaper?: ProcessGroupReaper;
 }
 
-function killGroup(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // the group is gone already
-  }
-}
-
 /**
  * Runs `/bin/sh -c command` in its own process group (spawned detached), stdin closed. Output is
  * kept head and tail (memory bounded) and streamed, coalesced, to `onOutput`. When `signal` fires,
@@ -53,9 +48,14 @@ function killGroup(pid: number, signal: NodeJS.Signals): void {
  * keep the output pipes open after the shell exits are killed after a short wait. The group is
  * tracked by a reaper (a supervisor outside the sidecar's process group), so it dies with the
  * sidecar even when the sidecar is SIGKILLed and no abort handler runs.
+ * Sandboxed (`options.policy`), the group is bubblewrap's: everything the command started lives in
+ * the sandbox's PID namespace and dies with it, at once, when the command ends or is killed.
  * Never rejects for the command's own failure: a non-zero exit is an outcome.
+ *
+ * @throws ToolRuntimeError `sandbox_unavailable` (rejects) when the policy needs a sandbox this
+ *   machine cannot give: nothing ran.
  */
-export function runProcess(options: RunProcessOptions): Promise<ProcessOutcome> {
+export async function runProcess(options: RunProcessOptions): Promise<ProcessOutcome> {
   const started = performance.now();
   const buffer = new HeadTailBuffer(options.maxOutputChars ?? 200_000);
   const flushInterval = options.flushIntervalMs ?? 100;
@@ -75,16 +75,16 @@ export function runProcess(options: RunProcessOptions): Promise<ProcessOutcome> 
     }
   };
 
+  const proc = await startProcess({
+    argv: ['/bin/sh', '-c', options.command],
+    cwd: options.cwd,
+    env: options.env,
+    policy: options.policy,
+    ...(options.reaper ? { reaper: options.reaper } : {}),
+  });
+  const { child, pid } = proc;
+  const killGroup = (_pid: number, signal: NodeJS.Signals) => proc.killGroup(signal);
   return new Promise<ProcessOutcome>((resolve, reject) => {
-    const child = spawn('/bin/sh', ['-c', options.command], {
-      cwd: options.cwd,
-      env: options.env,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const pid = child.pid;
-    const reaper = options.reaper ?? sharedProcessGroupReaper();
-    if (pid !== undefined) reaper.track(pid);
     let killed = false;
     let killTimer: NodeJS.Timeout | undefined;
     let lingerTimer: NodeJS.Timeout | undefined;
@@ -107,7 +107,6 @@ export function runProcess(options: RunProcessOptions): Promise<ProcessOutcome> 
       flush();
       // A group member that ignored SIGTERM must not outlive the call.
       if (killed && pid !== undefined) killGroup(pid, 'SIGKILL');
-      if (pid !== undefined) reaper.release(pid);
       resolve({
         exitCode: exit.code,
         signal: exit.signal,
@@ -140,7 +139,6 @@ export function runProcess(options: RunProcessOptions): Promise<ProcessOutcome> 
     }
 
     child.on('error', (error) => {
-      if (pid !== undefined) reaper.release(pid);
       options.signal.removeEventListener('abort', onAbort);
       clearTimeout(flushTimer);
       reject(error);

@@ -1,8 +1,10 @@
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import { errorMessage } from '../../../src/index.js';
+import type { SandboxPolicy } from '../computer/sandbox/sandbox-policy.js';
+import { startProcess } from '../computer/sandbox/start-process.js';
 import type { SkillMcpServer } from './skill-catalog.js';
 
 /** One tool an MCP server offers, as `mcporter list --json` reports it. */
@@ -73,34 +75,59 @@ function summarize(tool: { name?: unknown; description?: unknown; inputSchema?: 
 }
 
 /**
- * Lists a server's tools with `mcporter --config <file> list <server> --json`, bounded by
- * `timeoutMs` and `signal`. Never throws: a failure is `{ ok: false, error }`.
+ * Lists a server's tools with `mcporter --config <file> list <server> --json`, started like every
+ * process for the model (startProcess, under `policy`: the server mcporter starts is the skill's
+ * own program), bounded by `timeoutMs` and `signal` (the process group is killed). Never throws: a
+ * failure, the sandbox's refusal included, is `{ ok: false, error }`.
  */
-export function listMcpTools(options: {
+export async function listMcpTools(options: {
   mcporter: string;
   configPath: string;
   server: string;
   env: NodeJS.ProcessEnv;
+  cwd: string;
+  policy: SandboxPolicy;
   timeoutMs: number;
   signal: AbortSignal;
 }): Promise<McpListing> {
-  return new Promise((resolve) => {
-    execFile(
-      options.mcporter,
-      ['--config', options.configPath, 'list', options.server, '--json'],
-      { env: { ...options.env, MCPORTER_LIST_TIMEOUT: String(options.timeoutMs) }, timeout: options.timeoutMs + 2_000, signal: options.signal, maxBuffer: 8 * 1024 * 1024, killSignal: 'SIGKILL' },
-      (error, stdout, stderr) => {
-        let payload: { status?: string; tools?: unknown[]; error?: unknown; issue?: { rawMessage?: unknown } } | undefined;
-        try {
-          payload = JSON.parse(stdout) as typeof payload;
-        } catch {
-          payload = undefined;
-        }
-        if (payload?.status === 'ok' && Array.isArray(payload.tools)) return resolve({ ok: true, tools: payload.tools.map((tool) => summarize(tool as never)) });
-        const why = payload?.issue?.rawMessage ?? payload?.error ?? (error ? error.message : '');
-        const message = `${payload?.status ? `${payload.status}: ` : ''}${typeof why === 'string' ? why : JSON.stringify(why)}`;
-        resolve({ ok: false, error: (payload ? message : `${message} ${stderr.slice(0, 300)}`).trim() });
-      },
-    );
+  let started;
+  try {
+    started = await startProcess({
+      argv: [options.mcporter, '--config', options.configPath, 'list', options.server, '--json'],
+      cwd: options.cwd,
+      env: { ...options.env, MCPORTER_LIST_TIMEOUT: String(options.timeoutMs) },
+      policy: options.policy,
+    });
+  } catch (error) {
+    return { ok: false, error: errorMessage(error) };
+  }
+  const { child } = started;
+  const maxBytes = 8 * 1024 * 1024;
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    if (stdout.length < maxBytes) stdout += chunk;
   });
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+    if (stderr.length < 64 * 1024) stderr += chunk;
+  });
+  const stop = () => started.killGroup('SIGKILL');
+  const timer = setTimeout(stop, options.timeoutMs + 2_000);
+  options.signal.addEventListener('abort', stop, { once: true });
+  const failure = await new Promise<string | undefined>((resolve) => {
+    child.once('error', (error) => resolve(error.message));
+    child.once('close', (code, signal) => resolve(code === 0 ? undefined : `mcporter exited with ${code ?? signal}`));
+  });
+  clearTimeout(timer);
+  options.signal.removeEventListener('abort', stop);
+  let payload: { status?: string; tools?: unknown[]; error?: unknown; issue?: { rawMessage?: unknown } } | undefined;
+  try {
+    payload = JSON.parse(stdout) as typeof payload;
+  } catch {
+    payload = undefined;
+  }
+  if (payload?.status === 'ok' && Array.isArray(payload.tools)) return { ok: true, tools: payload.tools.map((tool) => summarize(tool as never)) };
+  const why = payload?.issue?.rawMessage ?? payload?.error ?? failure ?? '';
+  const message = `${payload?.status ? `${payload.status}: ` : ''}${typeof why === 'string' ? why : JSON.stringify(why)}`;
+  return { ok: false, error: (payload ? message : `${message} ${stderr.slice(0, 300)}`).trim() };
 }

@@ -19,7 +19,7 @@ const fixtures = fileURLToPath(new URL('../../fixtures/categories/', import.meta
 const resultSchemaJson = JSON.stringify({ type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'], additionalProperties: false });
 
 function context(overrides: Partial<TurnContext>): TurnContext {
-  return { agentId: 'agent-cat', turnId: `t-${Math.random()}`, kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined, ...overrides };
+  return { agentId: 'agent-cat', turnId: `t-${Math.random()}`, kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined, sandbox: undefined, ...overrides };
 }
 
 /** Opens a Turn, sends the calls (each waits for the previous result), half-closes, returns every response. */

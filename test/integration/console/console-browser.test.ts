@@ -14,6 +14,7 @@ import { startScriptedAgentModel, type ScriptedAgentModel } from '../../fakes/sc
 import { controlPlaneClient, until } from '../../fixtures/control-plane-client.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
 import { requireSystemTools } from '../../fixtures/system-tools.js';
+import { testSandboxMode } from '../../fixtures/test-sandbox.js';
 
 const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 // Skips with one line in the run's summary when the browser is absent; CI installs it (.ci/run),
@@ -50,7 +51,7 @@ describe('the web console in Chromium', needs, () => {
     mkdirSync(workspace);
     writeFileSync(join(workspace, 'README.md'), '# console test\n');
     const agents = join(dir, 'agents.json');
-    writeFileSync(agents, JSON.stringify({ 'agent-a': { workspace, stateDir: join(dir, 'sidecar-state') } }));
+    writeFileSync(agents, JSON.stringify({ 'agent-a': { workspace, stateDir: join(dir, 'sidecar-state'), sandbox: testSandboxMode() } }));
     model = await startScriptedAgentModel();
     serve = await startSidecar({
       entry: 'controller/control-plane-main.ts',

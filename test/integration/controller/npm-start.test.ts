@@ -5,12 +5,13 @@ import { fileURLToPath } from 'node:url';
 import { runToExit, type ChildExit } from '../../fixtures/run-to-exit.js';
 import { describe, expect, it } from 'vitest';
 import { startScriptedResponsesServer } from '../../fakes/scripted-responses-server.js';
+import { bwrapWorks } from '../../fixtures/test-sandbox.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 
 /** Runs `npm start -- ...args` as a child process with no key and no endpoint in its environment. */
-function npmStart(args: string[]): Promise<ChildExit> {
-  const env = { ...process.env };
+function npmStart(args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<ChildExit> {
+  const env = { ...process.env, ...extraEnv };
   delete env.OPENAI_API_KEY;
   delete env.OPENAI_BASE_URL;
   return runToExit('npm', ['start', '--silent', '--', ...args], { cwd: root, env });
@@ -33,6 +34,20 @@ describe('npm start', () => {
     expect(stdout).toContain('"tiny-notes" 0.3.0');
     expect(lines.filter((line) => line.type === 'activity-started').length).toBeGreaterThanOrEqual(4);
   }, 90_000);
+
+  it('says what its commands run under: the sandbox where bubblewrap works; where it cannot be had, the turn still completes and the line names the fix', async () => {
+    const unavailable = await npmStart(['--prompt', 'What is in here?'], { TOOLS_RUNTIME_BWRAP: '/nonexistent/bwrap' });
+    expect(unavailable.code, unavailable.stderr).toBe(0);
+    expect(unavailable.stderr).toContain('sandbox unavailable: commands will be refused');
+    expect(unavailable.stderr).toContain('apt-get install bubblewrap');
+    expect(unavailable.stderr).toContain('--sandbox off');
+    expect(unavailable.stderr).toContain('turn finished: completed');
+    if (bwrapWorks()) {
+      const sandboxed = await npmStart(['--prompt', 'What is in here?']);
+      expect(sandboxed.code, sandboxed.stderr).toBe(0);
+      expect(sandboxed.stderr).toContain('commands run sandboxed (workspace-write, network off)');
+    }
+  }, 120_000);
 
   it('prints usage on --help and exits 2 with a reason on a bad flag', async () => {
     const help = await npmStart(['--help']);

@@ -176,7 +176,7 @@ describe('reverse requests on the raw stream', () => {
       stream.write({
         request: {
           $case: 'open',
-          value: { context: { agentId: 'agent-raw', turnId: 'raw', kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: true, approvalPolicy: undefined } },
+          value: { context: { agentId: 'agent-raw', turnId: 'raw', kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: true, approvalPolicy: undefined, sandbox: undefined } },
         },
       });
       await next((response) => response.event?.$case === 'toolSet');

@@ -10,6 +10,7 @@ import { startScriptedResponsesServer, type ScriptedResponsesServer } from '../.
 import { descendantsOf, stillRunning, waitFor, type ProcessEntry } from '../../fixtures/process-tree.js';
 import { startServe } from '../../fixtures/start-serve.js';
 import { createClient, openTurn } from '../sidecar/turn-driver.js';
+import { testSandboxMode } from '../../fixtures/test-sandbox.js';
 
 // A sidecar a controller spawned dies with that controller, however it dies: SIGKILL runs no
 // handler of the controller's, so what ends the sidecar is its --exit-on-stdin-eof lifeline.
@@ -58,7 +59,7 @@ describe('a spawned sidecar dies with its controller', () => {
     // npm start's own command without npm in front, so the pid is the controller's.
     const controller = spawn(
       process.execPath,
-      ['.ci/build.mjs', '--if-stale', '--then', 'dist/controller/main.js', '--base-url', server.baseURL, '--no-stream', '--approve', 'never', '--workspace', workspace],
+      ['.ci/build.mjs', '--if-stale', '--then', 'dist/controller/main.js', '--base-url', server.baseURL, '--no-stream', '--approve', 'never', '--workspace', workspace, '--sandbox', testSandboxMode()],
       { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let stderr = '';
@@ -83,7 +84,7 @@ describe('a spawned sidecar dies with its controller', () => {
   it('controller serve (from the sources, the sidecar through tsx): SIGKILL serve, and the sidecar it started and its command go too', async () => {
     const workspace = mkdtempSync(join(dir, 'serve-'));
     const agents = join(dir, 'agents.json');
-    writeFileSync(agents, JSON.stringify({ 'agent-w': { workspace, stateDir: join(dir, 'serve-state') } }));
+    writeFileSync(agents, JSON.stringify({ 'agent-w': { workspace, stateDir: join(dir, 'serve-state'), sandbox: testSandboxMode() } }));
     const model = await startScriptedResponsesServer({ steps: [] });
     servers.push(model);
     const serve = await startServe({

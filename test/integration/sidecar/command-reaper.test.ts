@@ -8,6 +8,8 @@ import { createClient, openTurn, textOf, type TurnDriver } from './turn-driver.j
 
 // A sidecar that dies hard (SIGKILL: no handler runs) must not leave its commands behind: the
 // shell and its background children, each in the command's own process group, die with it.
+// These run under --sandbox off: they read host pids, and cover the reaper that is the only net
+// there (in the sandbox, its PID namespace kills everything: test/integration/sandbox/).
 let dir: string;
 const groups: number[] = [];
 
@@ -95,7 +97,7 @@ describe('commands die with their sidecar', () => {
   it('kills a running command group, background children included, when the sidecar is SIGKILLed', async () => {
     const sidecar = await startSidecar({
       entry: 'test/fixtures/fault-sidecar.ts',
-      args: ['--workspace', dir, '--state-dir', join(dir, 'state'), '--log-level', 'error'],
+      args: ['--workspace', dir, '--state-dir', join(dir, 'state'), '--log-level', 'error', '--sandbox', 'off'],
     });
     const client = createClient(sidecar.address);
     try {
@@ -114,7 +116,7 @@ describe('commands die with their sidecar', () => {
   it('kills what a finished command left running in the background when the sidecar exits', async () => {
     const sidecar = await startSidecar({
       entry: 'test/fixtures/fault-sidecar.ts',
-      args: ['--workspace', dir, '--state-dir', join(dir, 'state'), '--log-level', 'error'],
+      args: ['--workspace', dir, '--state-dir', join(dir, 'state'), '--log-level', 'error', '--sandbox', 'off'],
     });
     const client = createClient(sidecar.address);
     try {
@@ -136,7 +138,7 @@ describe('commands die with their sidecar', () => {
 
   it('kills what a sidecar left when its supervisor died with it, at the first turn of the next sidecar on that state folder', async () => {
     const stateDir = join(dir, 'state-restart');
-    const first = await startSidecar({ entry: 'test/fixtures/fault-sidecar.ts', args: ['--workspace', dir, '--state-dir', stateDir, '--log-level', 'error'] });
+    const first = await startSidecar({ entry: 'test/fixtures/fault-sidecar.ts', args: ['--workspace', dir, '--state-dir', stateDir, '--log-level', 'error', '--sandbox', 'off'] });
     const client = createClient(first.address);
     let group: number;
     try {
@@ -154,7 +156,7 @@ describe('commands die with their sidecar', () => {
       client.close();
       await first.stop('SIGKILL');
     }
-    const second = await startSidecar({ entry: 'test/fixtures/fault-sidecar.ts', args: ['--workspace', dir, '--state-dir', stateDir, '--log-level', 'error'] });
+    const second = await startSidecar({ entry: 'test/fixtures/fault-sidecar.ts', args: ['--workspace', dir, '--state-dir', stateDir, '--log-level', 'error', '--sandbox', 'off'] });
     const secondClient = createClient(second.address);
     try {
       const turn = await openTurn(secondClient, 'agent-reaper');

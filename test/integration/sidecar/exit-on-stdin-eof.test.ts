@@ -31,7 +31,7 @@ afterAll(async () => {
 const membersOf = (group: number) => liveProcesses().filter((entry) => entry.group === group);
 
 async function start(args: string[]): Promise<StartedSidecar> {
-  const sidecar = await startSidecar({ args: ['--workspace', dir, '--state-dir', join(dir, 'state'), ...args], stdin: 'pipe', timeoutMs: 60_000 });
+  const sidecar = await startSidecar({ args: ['--workspace', dir, '--state-dir', join(dir, 'state'), '--sandbox', 'off', ...args], stdin: 'pipe', timeoutMs: 60_000 });
   started.push(sidecar);
   return sidecar;
 }

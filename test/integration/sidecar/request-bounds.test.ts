@@ -75,7 +75,7 @@ describe('request fields are bounded on receipt', () => {
     stream.write({
       request: {
         $case: 'open',
-        value: { context: { agentId: 'a'.repeat(1024 * 1024), turnId: 't', kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined } },
+        value: { context: { agentId: 'a'.repeat(1024 * 1024), turnId: 't', kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined, sandbox: undefined } },
       },
     });
     const ended = await status;
@@ -85,7 +85,7 @@ describe('request fields are bounded on receipt', () => {
     const labels = Object.fromEntries(Array.from({ length: 100 }, (_, index) => [`k${index}`, 'v']));
     const assembled = await new Promise<grpc.ServiceError | null>((resolve) =>
       client.assembleTools(
-        { context: { agentId: 'a', turnId: 't', kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels, controlPlane: false, approvalPolicy: undefined } },
+        { context: { agentId: 'a', turnId: 't', kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels, controlPlane: false, approvalPolicy: undefined, sandbox: undefined } },
         (error) => resolve(error),
       ),
     );

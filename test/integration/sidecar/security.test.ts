@@ -22,7 +22,7 @@ const base = () => ['--workspace', dir, '--state-dir', join(dir, 'state'), '--lo
 
 function assemble(client: ToolSidecarServiceClient): Promise<number> {
   return new Promise((resolve, reject) =>
-    client.assembleTools({ context: { agentId: 'a', turnId: 't', kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined } }, (error, response) =>
+    client.assembleTools({ context: { agentId: 'a', turnId: 't', kind: TurnKind.TURN_KIND_TEXT, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined, sandbox: undefined } }, (error, response) =>
       error ? reject(error) : resolve(response.tools.length),
     ),
   );

@@ -5,6 +5,7 @@ import {
   TurnKind,
   type ToolResult,
   type ToolSet,
+  type TurnContext,
   type TurnRequest,
   type TurnResponse,
 } from '../../../src/gen/toolruntime/v1/sidecar.js';
@@ -43,17 +44,17 @@ export function bearer(token: string): grpc.Interceptor {
     });
 }
 
-export function openRequest(agentId: string, kind = TurnKind.TURN_KIND_TEXT): TurnRequest {
+export function openRequest(agentId: string, kind = TurnKind.TURN_KIND_TEXT, context: Partial<TurnContext> = {}): TurnRequest {
   return {
     request: {
       $case: 'open',
-      value: { context: { agentId, turnId: `turn-${Math.random()}`, kind, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined } },
+      value: { context: { agentId, turnId: `turn-${Math.random()}`, kind, enabledSkills: [], canSpawnJobs: false, brainEnabled: false, resultSchemaJson: '', labels: {}, controlPlane: false, approvalPolicy: undefined, sandbox: undefined, ...context } },
     },
   };
 }
 
-/** Opens a Turn for `agentId` and resolves once the tool set arrived. */
-export async function openTurn(client: ToolSidecarServiceClient, agentId: string, kind = TurnKind.TURN_KIND_TEXT): Promise<TurnDriver> {
+/** Opens a Turn for `agentId` (with `context` over the defaults) and resolves once the tool set arrived. */
+export async function openTurn(client: ToolSidecarServiceClient, agentId: string, kind = TurnKind.TURN_KIND_TEXT, context: Partial<TurnContext> = {}): Promise<TurnDriver> {
   const stream = client.turn();
   const responses: TurnResponse[] = [];
   const records = new Map<string, CallRecord>();
@@ -81,7 +82,7 @@ export async function openTurn(client: ToolSidecarServiceClient, agentId: string
       waiters.get(response.callId)?.(response.event.value);
     }
   });
-  stream.write(openRequest(agentId, kind));
+  stream.write(openRequest(agentId, kind, context));
   const set = await toolSet;
   return {
     toolSet: set,

@@ -112,6 +112,49 @@ export function executionModeToJSON(object: ExecutionMode): string {
   }
 }
 
+/** SandboxMode is the file system a sandboxed process sees. */
+export enum SandboxMode {
+  /** SANDBOX_MODE_UNSPECIFIED - The sidecar's own --sandbox. */
+  SANDBOX_MODE_UNSPECIFIED = 0,
+  /** SANDBOX_MODE_READ_ONLY - Everything read-only; the workspace too. */
+  SANDBOX_MODE_READ_ONLY = 1,
+  /** SANDBOX_MODE_WORKSPACE_WRITE - Everything read-only except the workspace (its .git/hooks stay read-only). */
+  SANDBOX_MODE_WORKSPACE_WRITE = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function sandboxModeFromJSON(object: any): SandboxMode {
+  switch (object) {
+    case 0:
+    case "SANDBOX_MODE_UNSPECIFIED":
+      return SandboxMode.SANDBOX_MODE_UNSPECIFIED;
+    case 1:
+    case "SANDBOX_MODE_READ_ONLY":
+      return SandboxMode.SANDBOX_MODE_READ_ONLY;
+    case 2:
+    case "SANDBOX_MODE_WORKSPACE_WRITE":
+      return SandboxMode.SANDBOX_MODE_WORKSPACE_WRITE;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return SandboxMode.UNRECOGNIZED;
+  }
+}
+
+export function sandboxModeToJSON(object: SandboxMode): string {
+  switch (object) {
+    case SandboxMode.SANDBOX_MODE_UNSPECIFIED:
+      return "SANDBOX_MODE_UNSPECIFIED";
+    case SandboxMode.SANDBOX_MODE_READ_ONLY:
+      return "SANDBOX_MODE_READ_ONLY";
+    case SandboxMode.SANDBOX_MODE_WORKSPACE_WRITE:
+      return "SANDBOX_MODE_WORKSPACE_WRITE";
+    case SandboxMode.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** ApprovalMode selects the calls that need the client's approval. */
 export enum ApprovalMode {
   /** APPROVAL_MODE_UNSPECIFIED - Treated as APPROVAL_MODE_NONE. */
@@ -195,12 +238,28 @@ export interface TurnContext {
    */
   controlPlane: boolean;
   /** Which calls must be approved by the client before they run. Unset means none. */
-  approvalPolicy: ApprovalPolicy | undefined;
+  approvalPolicy:
+    | ApprovalPolicy
+    | undefined;
+  /**
+   * Tightens, for this turn, the sandbox that processes started for the model run in (commands,
+   * skills' MCP calls). It can never loosen what the sidecar's own --sandbox and --network set:
+   * the stricter of the two applies. Unset means the sidecar's own.
+   */
+  sandbox: TurnSandbox | undefined;
 }
 
 export interface TurnContext_LabelsEntry {
   key: string;
   value: string;
+}
+
+/** TurnSandbox narrows the sidecar's sandbox for one turn. */
+export interface TurnSandbox {
+  /** The stricter of this and the sidecar's --sandbox applies (read-only over workspace-write over off). */
+  mode: SandboxMode;
+  /** True: no network at all for this turn's processes, whatever the sidecar's --network says. */
+  networkOff: boolean;
 }
 
 export interface ApprovalPolicy {
@@ -391,7 +450,10 @@ export interface ToolResult {
   /**
    * Set when the call failed. Codes: "invalid_arguments", "arguments_too_large", "unknown_tool",
    * "duplicate_call_id", "tool_failed", "timeout", "aborted", "too_many_calls", "internal",
-   * "denied" (the client refused approval).
+   * "denied" (the client refused approval), "sandbox_unavailable" (a process-starting tool cannot
+   * confine its process as the sidecar's --sandbox asks: nothing ran; the message names the cause
+   * and the fix), "sandbox_denied" (the sandbox's policy forbids it: a write under read-only, a
+   * hidden path).
    */
   error:
     | ToolError
@@ -431,6 +493,7 @@ function createBaseTurnContext(): TurnContext {
     labels: {},
     controlPlane: false,
     approvalPolicy: undefined,
+    sandbox: undefined,
   };
 }
 
@@ -465,6 +528,9 @@ export const TurnContext: MessageFns<TurnContext> = {
     }
     if (message.approvalPolicy !== undefined) {
       ApprovalPolicy.encode(message.approvalPolicy, writer.uint32(82).fork()).join();
+    }
+    if (message.sandbox !== undefined) {
+      TurnSandbox.encode(message.sandbox, writer.uint32(170).fork()).join();
     }
     return writer;
   },
@@ -565,6 +631,14 @@ export const TurnContext: MessageFns<TurnContext> = {
             message.approvalPolicy = ApprovalPolicy.decode(reader, reader.uint32());
             continue;
           }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            message.sandbox = TurnSandbox.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -634,6 +708,7 @@ export const TurnContext: MessageFns<TurnContext> = {
         : isSet(object.approval_policy)
         ? ApprovalPolicy.fromJSON(object.approval_policy)
         : undefined,
+      sandbox: isSet(object.sandbox) ? TurnSandbox.fromJSON(object.sandbox) : undefined,
     };
   },
 
@@ -675,6 +750,9 @@ export const TurnContext: MessageFns<TurnContext> = {
     if (message.approvalPolicy !== undefined) {
       obj.approvalPolicy = ApprovalPolicy.toJSON(message.approvalPolicy);
     }
+    if (message.sandbox !== undefined) {
+      obj.sandbox = TurnSandbox.toJSON(message.sandbox);
+    }
     return obj;
   },
 
@@ -702,6 +780,9 @@ export const TurnContext: MessageFns<TurnContext> = {
     message.controlPlane = object.controlPlane ?? false;
     message.approvalPolicy = (object.approvalPolicy !== undefined && object.approvalPolicy !== null)
       ? ApprovalPolicy.fromPartial(object.approvalPolicy)
+      : undefined;
+    message.sandbox = (object.sandbox !== undefined && object.sandbox !== null)
+      ? TurnSandbox.fromPartial(object.sandbox)
       : undefined;
     return message;
   },
@@ -788,6 +869,95 @@ export const TurnContext_LabelsEntry: MessageFns<TurnContext_LabelsEntry> = {
     const message = createBaseTurnContext_LabelsEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseTurnSandbox(): TurnSandbox {
+  return { mode: 0, networkOff: false };
+}
+
+export const TurnSandbox: MessageFns<TurnSandbox> = {
+  encode(message: TurnSandbox, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.mode !== 0) {
+      writer.uint32(8).int32(message.mode);
+    }
+    if (message.networkOff !== false) {
+      writer.uint32(16).bool(message.networkOff);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TurnSandbox {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTurnSandbox();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.mode = reader.int32() as any;
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.networkOff = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TurnSandbox {
+    return {
+      mode: isSet(object.mode) ? sandboxModeFromJSON(object.mode) : 0,
+      networkOff: isSet(object.networkOff)
+        ? globalThis.Boolean(object.networkOff)
+        : isSet(object.network_off)
+        ? globalThis.Boolean(object.network_off)
+        : false,
+    };
+  },
+
+  toJSON(message: TurnSandbox): unknown {
+    const obj: any = {};
+    if (message.mode !== 0) {
+      obj.mode = sandboxModeToJSON(message.mode);
+    }
+    if (message.networkOff !== false) {
+      obj.networkOff = message.networkOff;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<TurnSandbox>, I>>(base?: I): TurnSandbox {
+    return TurnSandbox.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TurnSandbox>, I>>(object: I): TurnSandbox {
+    const message = createBaseTurnSandbox();
+    message.mode = object.mode ?? 0;
+    message.networkOff = object.networkOff ?? false;
     return message;
   },
 };

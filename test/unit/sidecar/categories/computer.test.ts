@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isToolRuntimeError, type WorkerAgentTool } from '../../../../src/index.js';
 import { createComputerTools } from '../../../../sidecar/categories/computer.js';
+import { testSandboxSettings } from '../../../fixtures/test-sandbox.js';
 import { callTool, makeTempDir, testConfig, testContext, toolNamed } from './tool-harness.js';
 
 /** True while `pid` runs (a zombie waiting for its reaper counts as gone). */
@@ -34,6 +35,9 @@ describe('computer tools', () => {
   let workspace: Awaited<ReturnType<typeof makeTempDir>>;
   let outside: Awaited<ReturnType<typeof makeTempDir>>;
   let tools: WorkerAgentTool[];
+  // The process-group kills below read host pids ($!), so they run under --sandbox off; the same
+  // kills inside the sandbox are test/integration/sandbox/'s.
+  let unconfined: WorkerAgentTool[];
 
   beforeAll(async () => {
     workspace = await makeTempDir('computer-ws');
@@ -43,6 +47,7 @@ describe('computer tools', () => {
     await symlink(path.join(outside.dir, 'nothing-yet.txt'), path.join(workspace.dir, 'dangling'));
     const config = testConfig({ workspace: workspace.dir, stateDir: path.join(workspace.dir, '.state'), commandEnv: { EXTRA_VAR: 'extra' }, commandEnvAllowList: ['PATH'] });
     tools = createComputerTools(testContext(config), { killGraceMs: 300 });
+    unconfined = createComputerTools(testContext({ ...config, sandbox: testSandboxSettings(config.stateDir, 'off') }), { killGraceMs: 300 });
   });
   afterAll(async () => {
     await workspace.remove();
@@ -86,7 +91,7 @@ describe('computer tools', () => {
   it('kills a command that ignores SIGTERM, and its grandchild, on timeout', async () => {
     const pidFile = path.join(workspace.dir, 'grandchild.pid');
     const command = `sh -c 'trap "" TERM; sleep 30' & echo $! > ${pidFile}; trap "" TERM; sleep 30`;
-    const call = await callTool(toolNamed(tools, 'run_command'), { command, timeout_ms: 300 });
+    const call = await callTool(toolNamed(unconfined, 'run_command'), { command, timeout_ms: 300 });
     expect(call.text).toContain('timed out after 300 ms');
     expect((call.result.details as { timedOut: boolean }).timedOut).toBe(true);
     const grandchild = Number((await readFile(pidFile, 'utf8')).trim());
@@ -98,7 +103,7 @@ describe('computer tools', () => {
     const pidFile = path.join(workspace.dir, 'abort-child.pid');
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 300);
-    const error = await callTool(toolNamed(tools, 'run_command'), { command: `sleep 30 & echo $! > ${pidFile}; wait` }, controller.signal).catch((e: unknown) => e);
+    const error = await callTool(toolNamed(unconfined, 'run_command'), { command: `sleep 30 & echo $! > ${pidFile}; wait` }, controller.signal).catch((e: unknown) => e);
     expect(isToolRuntimeError(error, 'aborted')).toBe(true);
     const child = Number((await readFile(pidFile, 'utf8')).trim());
     expect(await waitUntil(() => !alive(child), 3_000)).toBe(true);

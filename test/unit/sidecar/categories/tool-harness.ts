@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { AgentToolResult, PresentationEvent, WorkerAgentTool } from '../../../../src/index.js';
 import { defaultCommandEnvAllowList, defaultSidecarLimits, type SidecarConfig } from '../../../../sidecar/config.js';
 import type { CategoryContext, TurnContext } from '../../../../sidecar/categories/category.js';
+import { testSandboxSettings } from '../../../fixtures/test-sandbox.js';
 
 /** A temporary folder, removed by `remove()`. */
 export async function makeTempDir(prefix: string): Promise<{ dir: string; remove(): Promise<void> }> {
@@ -11,9 +12,12 @@ export async function makeTempDir(prefix: string): Promise<{ dir: string; remove
   return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
 }
 
-/** A SidecarConfig for tests: the given workspace and state folder, default limits. */
+/**
+ * A SidecarConfig for tests: the given workspace and state folder, default limits, and the sandbox
+ * of test-sandbox.ts (the default where bubblewrap works, `off` where not) unless `sandbox` is given.
+ */
 export function testConfig(options: Partial<SidecarConfig> & { workspace: string; stateDir: string }): SidecarConfig {
-  return { commandEnv: {}, commandEnvAllowList: defaultCommandEnvAllowList, limits: defaultSidecarLimits, ...options };
+  return { commandEnv: {}, commandEnvAllowList: defaultCommandEnvAllowList, limits: defaultSidecarLimits, sandbox: testSandboxSettings(options.stateDir), ...options };
 }
 
 /** A turn context for tests. */

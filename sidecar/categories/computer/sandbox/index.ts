@@ -1,0 +1,11 @@
+/**
+ * The one way to start a process for the model (see docs/sandbox.md). Other modules import from
+ * here: `startProcess` to spawn, `prepareCommand` for the exec of a PTY library, `policyFor` for a
+ * turn's policy, `checkFileAccess` for the file tools.
+ */
+export { buildSandboxArgv, type CommandSpec, type ExecSpec, type ProxyEndpoint } from './bwrap-argv.js';
+export { checkFileAccess } from './file-access.js';
+export { defaultSandboxSettings, describeNetwork, effectivePolicy, parseNetworkPolicy, parseSandboxMode } from './sandbox-policy.js';
+export type { NetworkPolicy, SandboxMode, SandboxPolicy, SandboxSettings, TurnSandbox } from './sandbox-policy.js';
+export { BWRAP_ENV, runSandboxProbe, sandboxProbe, sandboxUnavailableError, type SandboxProbe } from './sandbox-probe.js';
+export { policyFor, prepareCommand, sandboxSettingsOf, startProcess, type StartedProcess, type StartProcessOptions } from './start-process.js';

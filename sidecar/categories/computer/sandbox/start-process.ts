@@ -1,0 +1,97 @@
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
+import path from 'node:path';
+import type { SidecarConfig } from '../../../config.js';
+import type { TurnSandbox } from './sandbox-policy.js';
+import { sharedProcessGroupReaper, type ProcessGroupReaper } from '../process-group-reaper.js';
+import { buildSandboxArgv, type CommandSpec, type ExecSpec } from './bwrap-argv.js';
+import { networkProxyFor } from './network-proxy.js';
+import { defaultSandboxSettings, effectivePolicy, type SandboxPolicy, type SandboxSettings } from './sandbox-policy.js';
+import { sandboxProbe, sandboxUnavailableError } from './sandbox-probe.js';
+
+/**
+ * The sidecar's sandbox settings: `config.sandbox`, or (an embedding program that set none) the
+ * default `workspace-write` with the network off and the state folder hidden. The state folder's
+ * `mcporter` folder (the wrapper and configuration skills tell the model to run) stays readable.
+ */
+export function sandboxSettingsOf(config: SidecarConfig): SandboxSettings {
+  if (config.sandbox) return config.sandbox;
+  return { ...defaultSandboxSettings(), hide: [config.stateDir], readable: [path.join(config.stateDir, 'mcporter')] };
+}
+
+/** The policy a turn's processes run under (the operator's settings, tightened by the turn). */
+export function policyFor(config: SidecarConfig, turn?: TurnSandbox): SandboxPolicy {
+  return effectivePolicy(sandboxSettingsOf(config), config.workspace, turn);
+}
+
+/**
+ * What to exec for `spec` under `policy`: the command itself under `off`, bubblewrap in front of it
+ * otherwise (see buildSandboxArgv); under `network: allow` it starts the sidecar's proxy first.
+ * This is the function a PTY library uses: it execs `{ file, args, env, cwd }` itself and must put
+ * the result in a process group of its own tracked by `sharedProcessGroupReaper()`.
+ *
+ * @throws ToolRuntimeError `sandbox_unavailable` when the policy needs the sandbox and this machine
+ *   cannot give it (the message names the cause and the fix); nothing may run then.
+ */
+export async function prepareCommand(spec: CommandSpec & { policy: SandboxPolicy }): Promise<ExecSpec> {
+  if (spec.policy.mode === 'off') return buildSandboxArgv({ ...spec, bwrap: '' });
+  const probe = await sandboxProbe();
+  if (!probe.ok) throw sandboxUnavailableError(probe);
+  const proxy = spec.policy.network.mode === 'allow' ? await networkProxyFor(spec.policy.network.hosts) : undefined;
+  return buildSandboxArgv({ ...spec, bwrap: probe.bwrap, ...(proxy ? { proxy } : {}) });
+}
+
+/** What startProcess gives. */
+export interface StartedProcess {
+  child: ChildProcess;
+  /** The process group (the child's pid); undefined when the spawn failed (`child` emits `error`). */
+  pid: number | undefined;
+  /** Whether it runs under bubblewrap. */
+  sandboxed: boolean;
+  /**
+   * Signals the whole group. Sandboxed, any signal that ends the outer bwrap ends everything in the
+   * sandbox at once (its PID namespace dies with it): there is no grace inside.
+   */
+  killGroup(signal: NodeJS.Signals): void;
+}
+
+/** What startProcess needs. */
+export interface StartProcessOptions extends CommandSpec {
+  policy: SandboxPolicy;
+  /** Default `['ignore', 'pipe', 'pipe']`. */
+  stdio?: StdioOptions;
+  /** Ties the group to the sidecar's life. Default: the process's shared reaper. */
+  reaper?: ProcessGroupReaper;
+}
+
+/**
+ * The one way the sidecar starts a process for the model (commands, skills' mcporter calls, and
+ * whatever starts processes for users' tools): prepares the exec under the policy, spawns it
+ * detached (its own process group) and tracks the group with the reaper, which kills it when the
+ * sidecar dies however it dies; the reaper forgets the group once the child has closed.
+ *
+ * @throws ToolRuntimeError `sandbox_unavailable` (see prepareCommand); a spawn failure is the
+ *   child's `error` event, as with `child_process.spawn`.
+ */
+export async function startProcess(options: StartProcessOptions): Promise<StartedProcess> {
+  const exec = await prepareCommand(options);
+  const child = spawn(exec.file, exec.args, { cwd: exec.cwd, env: exec.env, detached: true, stdio: options.stdio ?? ['ignore', 'pipe', 'pipe'] });
+  const pid = child.pid;
+  const reaper = options.reaper ?? sharedProcessGroupReaper();
+  if (pid !== undefined) {
+    reaper.track(pid);
+    child.once('close', () => reaper.release(pid));
+  }
+  return {
+    child,
+    pid,
+    sandboxed: options.policy.mode !== 'off',
+    killGroup(signal) {
+      if (pid === undefined) return;
+      try {
+        process.kill(-pid, signal);
+      } catch {
+        // the group is gone already
+      }
+    },
+  };
+}

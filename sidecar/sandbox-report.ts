@@ -1,0 +1,34 @@
+import type { SidecarConfig } from './config.js';
+import { describeNetwork } from './categories/computer/sandbox/sandbox-policy.js';
+import { sandboxProbe } from './categories/computer/sandbox/sandbox-probe.js';
+import { sandboxSettingsOf } from './categories/computer/sandbox/start-process.js';
+
+/**
+ * The sidecar's sandbox as start-up reports it: a `{"event":"sandbox",...}` line on stdout (the
+ * controller shows it, `npm start` included), one log line, and the health service's
+ * `toolruntime.v1.Sandbox` status.
+ */
+export interface SandboxReport {
+  event: 'sandbox';
+  mode: 'off' | 'read-only' | 'workspace-write';
+  network: string;
+  /** False when the sandbox is asked for and cannot be had: process tools refuse every call. */
+  ok: boolean;
+  cause?: string;
+  fix?: string;
+  /** Under `--sandbox off`: what is no longer covered. */
+  warning?: string;
+}
+
+/** What `--sandbox off` gives up, said at start-up and in docs/sandbox.md. */
+export const SANDBOX_OFF_WARNING =
+  'commands run unconfined with the sidecar\'s own rights: they can read its token, TLS key and state folder (the file tools still hide them), write wherever it can, reach every network and loopback service, and signal it; a process that leaves its process group (setsid, a double fork) can outlive its call and the sidecar (the next start kills such leftovers)';
+
+/** Probes the sandbox (once per process) and says what the sidecar's commands will run under. Never rejects. */
+export async function sandboxReport(config: SidecarConfig): Promise<SandboxReport> {
+  const settings = sandboxSettingsOf(config);
+  const network = describeNetwork(settings.network);
+  if (settings.mode === 'off') return { event: 'sandbox', mode: 'off', network, ok: true, warning: SANDBOX_OFF_WARNING };
+  const probe = await sandboxProbe();
+  return probe.ok ? { event: 'sandbox', mode: settings.mode, network, ok: true } : { event: 'sandbox', mode: settings.mode, network, ok: false, cause: probe.cause, fix: probe.fix };
+}

@@ -1,0 +1,219 @@
+import { createServer, type Server } from 'node:net';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SandboxMode } from '../../../src/gen/toolruntime/v1/sidecar.js';
+import { descendantsOf, liveProcesses, waitFor } from '../../fixtures/process-tree.js';
+import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
+import { requireSystemTools } from '../../fixtures/system-tools.js';
+import { createClient, openTurn, textOf, type TurnDriver } from '../sidecar/turn-driver.js';
+
+// The escape corpus: over real gRPC, a real sidecar with its default sandbox (workspace-write,
+// network off) under real bubblewrap. Each attempt is refused and nothing outside changes; the
+// work a model is there for still works.
+const suite = requireSystemTools({
+  suite: 'sandbox escape corpus',
+  tools: [
+    { name: 'bwrap', executable: '/usr/bin/bwrap' },
+    { name: 'gcc', executable: '/usr/bin/gcc' },
+    { name: 'git', executable: '/usr/bin/git' },
+  ],
+  aptPackages: ['bubblewrap', 'gcc', 'git'],
+});
+
+const TOKEN = `token-${Math.random().toString(36).slice(2)}`;
+const ENV_SECRET = `env-secret-${Math.random().toString(36).slice(2)}`;
+let dir: string;
+let workspace: string;
+let home: string;
+let stateDir: string;
+let tokenFile: string;
+let sidecar: StartedSidecar;
+let turn: TurnDriver;
+let sidecarPid: number;
+let loopback: Server;
+let loopbackPort: number;
+let loopbackConnections = 0;
+let callCount = 0;
+
+/** Runs `command` through run_command; returns the result's text and error code. */
+async function run(command: string, driver = turn): Promise<{ text: string; code: string }> {
+  const result = await driver.call(`c${++callCount}`, 'run_command', { command, timeout_ms: 60_000 });
+  return { text: textOf(result), code: result.error?.code ?? '' };
+}
+
+/** Live host processes whose command line is exactly `command`. */
+const running = (command: string) => liveProcesses().filter((entry) => entry.command === command);
+
+describe('sandbox escape corpus', suite, () => {
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sandbox-escape-'));
+    workspace = join(dir, 'workspace');
+    home = join(dir, 'home');
+    stateDir = join(dir, 'state');
+    tokenFile = join(dir, 'token');
+    for (const folder of [workspace, home, stateDir]) mkdirSync(folder);
+    writeFileSync(tokenFile, `${TOKEN}\n`);
+    writeFileSync(join(stateDir, 'listing-marker'), 'STATE-CONTENT\n');
+    mkdirSync(join(workspace, 'secrets'));
+    writeFileSync(join(workspace, 'secrets', 'key.pem'), 'PRIVATE KEY\n');
+    writeFileSync(join(workspace, 'notes.txt'), 'hello\n');
+    mkdirSync(join(workspace, '.git', 'hooks'), { recursive: true });
+    loopback = createServer((socket) => {
+      loopbackConnections++;
+      socket.end('HELLO FROM OUTSIDE\n');
+    });
+    await new Promise<void>((resolve) => loopback.listen(0, '127.0.0.1', resolve));
+    loopbackPort = (loopback.address() as { port: number }).port;
+    sidecar = await startSidecar({
+      args: ['--workspace', workspace, '--state-dir', stateDir, '--token-file', tokenFile, '--hide', join(workspace, 'secrets'), '--sandbox', 'workspace-write', '--log-level', 'error'],
+      env: { HOME: home, SANDBOX_TEST_SECRET: ENV_SECRET },
+    });
+    turn = await openTurn(createClient(sidecar.address, TOKEN), 'agent-escape');
+    const node = descendantsOf(sidecar.child.pid!).find((entry) => entry.command.includes('sidecar/main.ts') && !entry.command.includes('tsx/dist/cli'));
+    sidecarPid = node?.pid ?? sidecar.child.pid!;
+  }, 60_000);
+
+  afterAll(async () => {
+    await turn?.end().catch(() => {});
+    await sidecar?.stop('SIGKILL');
+    await new Promise((resolve) => loopback?.close(resolve));
+    rmSync(dir, { recursive: true, force: true });
+  }, 30_000);
+
+  it('cannot write outside the workspace: $HOME, /etc, the state folder; /tmp is private', async () => {
+    const marker = `pwned-${Date.now()}`;
+    const { text } = await run(
+      [`echo x > "$HOME/${marker}" && echo HOME-WRITTEN`, `echo x > /etc/${marker} && echo ETC-WRITTEN`, `echo x > ${stateDir}/${marker} && echo STATE-WRITTEN`, `echo x > /tmp/${marker} && echo TMP-WRITTEN-INSIDE`, 'true'].join('; '),
+    );
+    expect(text).not.toMatch(/HOME-WRITTEN|ETC-WRITTEN|STATE-WRITTEN/);
+    expect(text).toContain('TMP-WRITTEN-INSIDE');
+    for (const path of [join(home, marker), `/etc/${marker}`, join(stateDir, marker), `/tmp/${marker}`]) expect(existsSync(path), path).toBe(false);
+  });
+
+  it('cannot read the token file, the state folder or a --hide path under the workspace, by any path', async () => {
+    const { text } = await run(`cat ${tokenFile}; cat /proc/1/root${tokenFile}; ls -A ${stateDir}; cat ${stateDir}/listing-marker; cat /proc/1/root${stateDir}/listing-marker; ls -A ${workspace}/secrets; echo LISTED; cat ${workspace}/secrets/key.pem; ln -s ${tokenFile} t-link && cat t-link; echo END`);
+    expect(text).toContain('END');
+    expect(text).not.toContain(TOKEN);
+    expect(text).not.toContain('STATE-CONTENT');
+    expect(text).not.toMatch(/^listing-marker$/m);
+    expect(text).not.toContain('PRIVATE KEY');
+    expect(text).not.toMatch(/^key\.pem$/m);
+    expect(readFileSync(tokenFile, 'utf8')).toBe(`${TOKEN}\n`);
+  });
+
+  it('the file tools hide the same paths and refuse .git/hooks', async () => {
+    const read = await turn.call('f1', 'read_file', { path: 'secrets/key.pem' });
+    expect(read.error?.code).toBe('sandbox_denied');
+    const listed = await turn.call('f2', 'list_files', { pattern: '**/*' });
+    expect(textOf(listed)).toContain('notes.txt');
+    expect(textOf(listed)).not.toContain('key.pem');
+    const hook = await turn.call('f3', 'write_file', { path: '.git/hooks/pre-commit', content: '#!/bin/sh\necho planted\n' });
+    expect(hook.error?.code).toBe('sandbox_denied');
+    expect(existsSync(join(workspace, '.git', 'hooks', 'pre-commit'))).toBe(false);
+  });
+
+  it('a symlink made inside the workspace that points out cannot be written through', async () => {
+    const { text } = await run(`ln -s ${home} out && echo x > out/through-link && echo WROTE; ln -s /etc/hostname host && echo x >> host && echo APPENDED; echo x > .git/hooks/pre-commit && echo HOOK; true`);
+    expect(text).not.toMatch(/WROTE|APPENDED|HOOK/);
+    expect(existsSync(join(home, 'through-link'))).toBe(false);
+    expect(existsSync(join(workspace, '.git', 'hooks', 'pre-commit'))).toBe(false);
+  });
+
+  it('sees no other process: not the sidecar\'s environment, not its pid to signal', async () => {
+    const { text } = await run(`cat /proc/${sidecarPid}/environ; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep SANDBOX_TEST_SECRET; kill -9 ${sidecarPid} && echo KILLED; ps -e -o pid= | wc -l; true`);
+    expect(text).not.toContain(ENV_SECRET);
+    expect(text).not.toContain('KILLED');
+    expect(() => process.kill(sidecarPid, 0)).not.toThrow();
+    // The sandbox's own init, the shell and ps at most.
+    const count = Number(text.trim().split('\n').at(-1));
+    expect(count).toBeLessThanOrEqual(4);
+  });
+
+  it('cannot undo the sandbox: no nested user namespace, no mount, no capabilities', async () => {
+    const { text } = await run('unshare -Ur true && echo USERNS; mount -t tmpfs none /mnt && echo MOUNTED; grep CapEff /proc/self/status; grep NoNewPrivs /proc/self/status; true');
+    expect(text).not.toMatch(/USERNS|MOUNTED/);
+    expect(text).toMatch(/CapEff:\s+0000000000000000/);
+    expect(text).toMatch(/NoNewPrivs:\s+1/);
+  });
+
+  it('cannot reach a 127.0.0.1 server outside the sandbox, nor any other host', async () => {
+    const before = loopbackConnections;
+    const { text } = await run(`curl -sS --max-time 3 http://127.0.0.1:${loopbackPort}/ && echo REACHED; curl -sS --max-time 3 http://1.1.1.1/ && echo INTERNET; true`);
+    expect(text).not.toMatch(/HELLO FROM OUTSIDE|REACHED|INTERNET/);
+    expect(loopbackConnections).toBe(before);
+  });
+
+  it('nothing started with setsid, a double fork or nohup outlives its call', async () => {
+    const { text } = await run('setsid sleep 3011 > /dev/null 2>&1 & (sleep 3012 > /dev/null 2>&1 &) ; nohup sleep 3013 > /dev/null 2>&1 & sleep 0.2; echo STARTED');
+    expect(text).toContain('STARTED');
+    const left = await waitFor(() => (['sleep 3011', 'sleep 3012', 'sleep 3013'].every((command) => running(command).length === 0) ? [] : undefined), 5_000);
+    expect(left, JSON.stringify(liveProcesses().filter((entry) => entry.command.startsWith('sleep 301')))).toEqual([]);
+  });
+
+  it('a cancelled call leaves nothing, escapes included', async () => {
+    const pending = turn.call('cancel-me', 'run_command', { command: 'setsid sleep 3021 > /dev/null 2>&1 & (sleep 3022 &); sleep 3023' });
+    await waitFor(() => (running('sleep 3023').length > 0 ? true : undefined), 10_000);
+    turn.cancel('cancel-me');
+    expect((await pending).error?.code).toBe('aborted');
+    const left = await waitFor(() => (['sleep 3021', 'sleep 3022', 'sleep 3023'].every((command) => running(command).length === 0) ? [] : undefined), 5_000);
+    expect(left).toEqual([]);
+  });
+
+  it('allowed work still works: build and run a C program, git init and commit, read /usr', async () => {
+    const { text, code } = await run(
+      [
+        `printf 'int main(void) { return 42; }\\n' > prog.c`,
+        'cc -o prog prog.c',
+        './prog; echo "exit $?"',
+        'git init -q repo && cd repo && echo hi > a.txt && git add a.txt && git -c user.email=a@example.com -c user.name=A commit -qm first && git log --oneline | wc -l',
+        'cd .. && ls /usr/bin | grep -c .',
+      ].join(' && '),
+    );
+    expect(code).toBe('');
+    expect(text).toContain('exit 42');
+    const lines = text.trim().split('\n');
+    expect(lines.at(-2)).toBe('1');
+    expect(Number(lines.at(-1))).toBeGreaterThan(10);
+    expect(existsSync(join(workspace, 'repo', '.git'))).toBe(true);
+  });
+
+  it('a turn can tighten the sandbox to read-only, and then file tools refuse writes too', async () => {
+    const tightened = await openTurn(createClient(sidecar.address, TOKEN), 'agent-tight', undefined, { sandbox: { mode: SandboxMode.SANDBOX_MODE_READ_ONLY, networkOff: true } });
+    const { text } = await run('touch tightened.txt && echo TOUCHED; true', tightened);
+    expect(text).not.toContain('TOUCHED');
+    expect(existsSync(join(workspace, 'tightened.txt'))).toBe(false);
+    const write = await tightened.call('w1', 'write_file', { path: 'tightened.txt', content: 'x' });
+    expect(write.error?.code).toBe('sandbox_denied');
+    expect(write.error?.message).toContain('read-only');
+    await tightened.end();
+  });
+
+  // Last: they end the sidecar.
+  it('what a running command started dies with the sidecar when it is SIGKILLed', async () => {
+    void turn.call('long', 'run_command', { command: 'setsid sleep 3031 > /dev/null 2>&1 & (sleep 3032 &); nohup sleep 3033 > /dev/null 2>&1 & sleep 3034' });
+    await waitFor(() => (running('sleep 3034').length > 0 ? true : undefined), 10_000);
+    await sidecar.stop('SIGKILL');
+    const left = await waitFor(() => (['sleep 3031', 'sleep 3032', 'sleep 3033', 'sleep 3034'].every((command) => running(command).length === 0) ? [] : undefined), 10_000);
+    expect(left, JSON.stringify(liveProcesses().filter((entry) => entry.command.startsWith('sleep 303')))).toEqual([]);
+  });
+});
+
+describe('sandbox escape corpus: the sidecar SIGTERMed', suite, () => {
+  it('what a running command started dies when the sidecar drains and exits', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'sandbox-term-'));
+    try {
+      const started = await startSidecar({ args: ['--workspace', folder, '--state-dir', join(folder, '.state'), '--drain-grace-ms', '200', '--log-level', 'error'] });
+      const driver = await openTurn(createClient(started.address), 'agent-term');
+      void driver.call('long', 'run_command', { command: 'setsid sleep 3041 > /dev/null 2>&1 & (sleep 3042 &); nohup sleep 3043 > /dev/null 2>&1 & sleep 3044' });
+      await waitFor(() => (running('sleep 3044').length > 0 ? true : undefined), 10_000);
+      expect(await started.stop('SIGTERM')).toBe(0);
+      const left = await waitFor(() => (['sleep 3041', 'sleep 3042', 'sleep 3043', 'sleep 3044'].every((command) => running(command).length === 0) ? [] : undefined), 10_000);
+      expect(left).toEqual([]);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
+
