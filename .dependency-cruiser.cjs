@@ -4,12 +4,13 @@
  * test/unit/layering-rules.test.ts plants a violation of each rule and proves it fails.
  */
 
-/** The one place a module of the sidecar may start a process (the sandboxed process runner). */
+/**
+ * Where the sidecar may start a process: the sandbox's one start function (every tool's command goes
+ * through it), its probe of bubblewrap at start-up, and the process-group reaper's supervisor.
+ */
 const PROCESS_STARTERS = [
-  // TODO(coordinator): once branch `sandbox` is merged, narrow this to the one process-starting
-  // module it adds, and drop mcporter.ts when skills start mcporter through it.
-  '^sidecar/categories/computer/(sandbox/|run-process|process-group-reaper)',
-  '^sidecar/categories/skills/mcporter\\.ts$',
+  '^sidecar/categories/computer/sandbox/(start-process|sandbox-probe)\\.ts$',
+  '^sidecar/categories/computer/process-group-reaper\\.ts$',
 ];
 
 /** The one module through which tools reach control-plane messages. */
@@ -74,7 +75,7 @@ module.exports = {
     {
       name: 'tools-start-no-process',
       comment:
-        'A tool never calls child_process itself: only the sidecar\'s one process-starting module may, ' +
+        'A tool never calls child_process itself: it starts processes through the sandbox (sidecar/categories/computer/sandbox/start-process.ts), ' +
         'so no tool can bypass the sandbox (and the reaping of its process group) by accident.',
       severity: 'error',
       from: { path: '^(src|sidecar)/', pathNot: PROCESS_STARTERS },
