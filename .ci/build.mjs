@@ -11,10 +11,10 @@
 // Layout (every built file sits one folder below dist/, as src/runtime-path.ts expects):
 //   dist/sidecar/main.js, dist/controller/main.js   the entry points below
 //   dist/chunks/*.js                                 code they share and code loaded on first use
-//   dist/proto/                                      the .proto files (server reflection reads them)
+//   dist/proto/                                      the .proto files (for clients; reflection serves src/gen/descriptors.ts)
 //   dist/controller/sample-workspace/                what `npm start` copies for its turn
 // Packages stay in node_modules when they cannot be bundled (better-sqlite3's native addon) or are
-// loaded on first use through src/load-on-first-use.ts (ajv, yaml, turndown, @grpc/reflection).
+// loaded on first use through src/load-on-first-use.ts (ajv, yaml, turndown).
 import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';

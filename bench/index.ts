@@ -15,6 +15,7 @@ const suites: Array<[string, () => Promise<{ run: BenchSuite }>]> = [
   ['brain', () => import('./suites/brain.js')],
   ['fleet', () => import('./suites/fleet.js')],
   ['telemetry', () => import('./suites/telemetry.js')],
+  ['sandbox', () => import('./suites/sandbox.js')],
 ];
 
 function format(value: number): string {

@@ -14,6 +14,8 @@ export interface CliIo {
   stdin?: NodeJS.ReadableStream;
   /** Whether a person is at `stdin` (default `process.stdin.isTTY`); without one, approvals are denied. */
   isTerminal?: boolean;
+  /** Called once the model turn has ended (what follows: waiting for workflow runs, the console serving on). */
+  onTurnEnded?: () => void;
   /** The sidecar child `npm start` began before loading this module (`startEarlySidecar`), used instead of starting one. */
   earlySidecar?: EarlySidecar;
 }

@@ -1,6 +1,9 @@
+import { statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { checkHostPort, parseArgsMessage } from '../src/cli-usage.js';
 import { ToolRuntimeError } from '../src/errors.js';
 import { defaultDataDir } from './control-plane/store/default-data-dir.js';
+import { resolveDatabaseOption } from './control-plane/store/open-control-plane-store.js';
 import type { ToolSearchMode } from './loop/collect-provider-tools.js';
 
 /** The controller CLI's settings, after flags and environment. */
@@ -29,6 +32,8 @@ export interface CliOptions {
   agentId: string;
   /** The control-plane store's folder (opened when the turn first uses a control-plane tool). */
   dataDir: string;
+  /** A PostgreSQL store (`--database`, else `DATABASE_URL`) used instead of the SQLite one in `dataDir`. */
+  database?: string;
   quiet: boolean;
   /**
    * Which calls need approval: `never`, `destructive` (the default), `all` (every call that is not
@@ -73,6 +78,8 @@ Options:
   --agent-id ID           the agent the turn belongs to (default: cli-agent)
   --data-dir DIR          the control-plane store for the workflow tools (default:
                           ~/.local/state/tools-runtime/controller; opened only when used)
+  --database URL          postgres://... : use that PostgreSQL store instead (default: DATABASE_URL;
+                          the same rule as every controller command)
   --approve WHEN          never | destructive | all: which calls must be approved before they run
                           (default: destructive; all = every call that is not read-only). Asked
                           y/N at the terminal; without a terminal such calls are denied, so use
@@ -88,6 +95,10 @@ OTEL_EXPORTER_OTLP_ENDPOINT and the other OTEL_* variables send traces and metri
 Exit status: 0 when the turn completed; 1 with a one-line reason otherwise; 2 on bad usage;
 3 when the model's answer was cut off (incomplete; the part that came is printed);
 4 when the provider reported the response failed or cancelled.`;
+
+function isDirectory(path: string): boolean {
+  return statSync(path, { throwIfNoEntry: false })?.isDirectory() === true;
+}
 
 function nonNegativeInteger(text: string | undefined, fallback: number, flag: string): number {
   if (text === undefined) return fallback;
@@ -129,12 +140,24 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
         'events-file': { type: 'string' },
         'agent-id': { type: 'string' },
         'data-dir': { type: 'string' },
+        database: { type: 'string' },
         quiet: { type: 'boolean' },
         approve: { type: 'string' },
         'metrics-listen': { type: 'string' },
         sandbox: { type: 'string' },
       },
     }).values;
+  } catch (error) {
+    throw new ToolRuntimeError('invalid_request', parseArgsMessage(error));
+  }
+  if (parsed.sidecar !== undefined) checkHostPort(parsed.sidecar, '--sidecar', { unix: true, example: '127.0.0.1:7401' });
+  if (parsed['metrics-listen'] !== undefined) checkHostPort(parsed['metrics-listen'], '--metrics-listen', { example: '127.0.0.1:9464' });
+  if (parsed.workspace !== undefined && !isDirectory(parsed.workspace)) {
+    throw new ToolRuntimeError('invalid_request', `--workspace ${parsed.workspace} is not an existing folder (leave it out for a copy of the sample workspace)`);
+  }
+  let database: string | undefined;
+  try {
+    database = resolveDatabaseOption(parsed.database, env);
   } catch (error) {
     throw new ToolRuntimeError('invalid_request', (error as Error).message);
   }
@@ -184,6 +207,7 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
     ...(parsed['events-file'] ? { eventsFile: parsed['events-file'] } : {}),
     agentId: parsed['agent-id'] ?? 'cli-agent',
     dataDir: parsed['data-dir'] ?? defaultDataDir(),
+    ...(database ? { database } : {}),
     quiet: parsed.quiet === true,
     approve,
     ...(parsed['metrics-listen'] !== undefined ? { metricsListen: parsed['metrics-listen'] } : {}),

@@ -28,7 +28,7 @@ export interface CliSidecar {
  *   `signal` aborts; a file error for an unreadable `--token-file` or a failed copy.
  */
 export async function connectCliSidecar(
-  options: Pick<CliOptions, 'sidecar' | 'tokenFile' | 'workspace' | 'sandbox'>,
+  options: Pick<CliOptions, 'sidecar' | 'tokenFile' | 'workspace' | 'sandbox'> & { dataDir?: string; hide?: readonly string[] },
   cleanups: Array<() => Promise<void>>,
   signal: AbortSignal,
   progress: (line: string) => void,
@@ -48,9 +48,11 @@ export async function connectCliSidecar(
   }
   if (options.sandbox) extraArgs.push('--sandbox', options.sandbox);
   progress(`▶ starting the sidecar over ${workspace}`);
-  const spawned = await spawnSidecar({ workspace, signal, extraArgs });
+  // The model's commands must not read the control-plane store or the console's token.
+  const hide = [...(options.dataDir ? [options.dataDir] : []), ...(options.hide ?? [])];
+  const spawned = await spawnSidecar({ workspace, signal, extraArgs, hide });
   cleanups.push(() => spawned.stop());
   // Shown when the sidecar has probed bubblewrap (just after it listens), without holding the turn.
   void spawned.sandbox.then((event) => event && progress(`▶ ${describeSidecarSandbox(event)}`));
-  return { address: spawned.address };
+  return { address: spawned.address, token: spawned.token };
 }

@@ -37,7 +37,8 @@ export async function runCli(io: CliIo): Promise<number> {
     options = parseCliOptions(taken.argv, io.env);
   } catch (error) {
     await io.earlySidecar?.close();
-    io.stderr.write(`error: ${errorMessage(error)}\n\n${USAGE}\n`);
+    // One line and where the options are: the 40 lines of --help would bury it.
+    io.stderr.write(`error: ${errorMessage(error)}\n(npm start -- --help lists the options)\n`);
     return 2;
   }
   if (options.help) {
@@ -89,7 +90,7 @@ async function runOneTurn(
   // The model (the SDK's load, the embedded server) starts while the sidecar starts: start-up is on the path.
   const starting = createCliModel(options, cleanups, signal);
   starting.catch(() => {}); // awaited below; a failure surfaces there
-  const { address, token } = io.earlySidecar ? await io.earlySidecar.adopt(progress) : await connectCliSidecar(options, cleanups, signal, progress);
+  const { address, token } = io.earlySidecar ? await io.earlySidecar.adopt(progress) : await connectCliSidecar({ ...options, hide: consoleRun.flags?.tokenFile ? [consoleRun.flags.tokenFile] : [] }, cleanups, signal, progress);
   const model = await starting;
 
   let events: NodeJS.WritableStream | undefined;
@@ -110,12 +111,13 @@ async function runOneTurn(
   if (consoleRun.flags) {
     // Loaded only with --console: plain turns never load the HTTP server.
     const { startCliConsole } = await import('./console/cli-console.js');
-    const started = await startCliConsole({ flags: consoleRun.flags, agentId: options.agentId, sidecarAddress: address, ...(token ? { sidecarToken: token } : {}), dataDir: options.dataDir });
+    const started = await startCliConsole({ flags: consoleRun.flags, agentId: options.agentId, sidecarAddress: address, ...(token ? { sidecarToken: token } : {}), dataDir: options.dataDir, ...(options.database ? { database: options.database } : {}) });
     consoleRun.console = started;
     cleanups.push(() => started.close());
     onEvent = started.onEvent({ turnId, agentId: options.agentId, label: options.prompt.slice(0, 120) }, onEvent);
     started.onCancel(turnId, () => cancelled.abort(new Error('cancelled from the console')));
-    io.stderr.write(`▶ console at ${started.url}\n`);
+    // The one line that carries the token (as Jupyter prints its URL); later mentions show the bare URL.
+    io.stderr.write(`▶ console at ${started.linkWithToken}\n  (the token is in ${started.tokenFile}; the page keeps it, so later visits need only ${started.url})\n`);
   }
 
   const client = createSidecarClient({ address, ...(token ? { token } : {}) });
@@ -124,6 +126,7 @@ async function runOneTurn(
   // this process, and the CLI waits for it after the answer.
   const controlPlane = createTurnControlPlane({
     dataDir: options.dataDir,
+    ...(options.database ? { database: options.database } : {}),
     agentId: options.agentId,
     model,
     client,
@@ -164,6 +167,7 @@ async function runOneTurn(
   } finally {
     if (turnSignal.aborted) turn.abort();
     else await turn.close({ timeoutMs: 5_000 });
+    io.onTurnEnded?.();
     await controlPlane.reportStartedRuns(signal, progress);
   }
 }

@@ -3,6 +3,10 @@ import { runWorkflowCommand } from './control-plane/cli/workflow-run-command.js'
 import { runApprovalsCommand } from './control-plane/approvals/approvals-command.js';
 import { runServe } from './control-plane/serve/run-serve.js';
 import { startControllerTelemetry } from './telemetry/controller-telemetry.js';
+import { enterUserFolder } from '../src/user-folder.js';
+
+// Relative paths (a workflow file, --agents, --data-dir) mean the folder npm was run in, not the package root.
+enterUserFolder(process.env);
 
 /** What a command needs from its process; it returns the exit code. */
 interface CommandIo {

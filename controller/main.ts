@@ -1,6 +1,10 @@
 // `npm start`: one agent turn from one command. Wiring only; the CLI lives in cli.ts.
 import { setFlagsFromString } from 'node:v8';
 import { startEarlySidecar } from './start-early-sidecar.js';
+import { enterUserFolder } from '../src/user-folder.js';
+
+// Relative paths in the flags mean the folder npm was run in, not the package root npm runs from.
+enterUserFolder(process.env);
 
 // Node's fetch parses HTTP with llhttp, WebAssembly: V8 compiles it with Liftoff, then again with
 // TurboFan on background threads, and the process's exit waits for that compile (20-60 ms at the
@@ -10,6 +14,8 @@ setFlagsFromString('--liftoff-only');
 
 const controller = new AbortController();
 let firstInterrupt = 0;
+// After the turn (waiting for the workflow runs it started, or the console serving on) there is no turn to abort.
+let turnEnded = false;
 const onInterrupt = () => {
   // One Ctrl-C can arrive twice (from the terminal and relayed by tsx): only a later one forces.
   if (firstInterrupt > 0) {
@@ -17,7 +23,7 @@ const onInterrupt = () => {
     return;
   }
   firstInterrupt = Date.now();
-  process.stderr.write('\ninterrupted: aborting the turn (Ctrl-C again to force)\n');
+  process.stderr.write(`\ninterrupted: ${turnEnded ? 'stopping' : 'aborting the turn'} (Ctrl-C again to force)\n`);
   controller.abort(new Error('interrupted'));
 };
 process.on('SIGINT', onInterrupt);
@@ -34,6 +40,9 @@ process.exitCode = await runCli({
   stdout: process.stdout,
   stderr: process.stderr,
   signal: controller.signal,
+  onTurnEnded: () => {
+    turnEnded = true;
+  },
   ...(earlySidecar ? { earlySidecar } : {}),
 });
 process.off('SIGINT', onInterrupt);

@@ -26,8 +26,11 @@ export interface EarlySidecar {
  */
 export function startEarlySidecar(options: { argv: string[]; env: NodeJS.ProcessEnv; signal: AbortSignal }): EarlySidecar | undefined {
   let parsed: ReturnType<typeof parseCliOptions>;
+  let consoleTokenFile: string | undefined;
   try {
-    parsed = parseCliOptions(takeConsoleFlags(options.argv).argv, options.env);
+    const taken = takeConsoleFlags(options.argv);
+    consoleTokenFile = taken.console?.tokenFile;
+    parsed = parseCliOptions(taken.argv, options.env);
   } catch {
     return undefined;
   }
@@ -37,7 +40,7 @@ export function startEarlySidecar(options: { argv: string[]; env: NodeJS.Process
   let say: (line: string) => void = (line) => {
     lines.push(line);
   };
-  const ready = connectCliSidecar(parsed, cleanups, options.signal, (line) => say(line));
+  const ready = connectCliSidecar({ ...parsed, hide: consoleTokenFile ? [consoleTokenFile] : [] }, cleanups, options.signal, (line) => say(line));
   ready.catch(() => {}); // surfaced by adopt()
   let closing: Promise<void> | undefined;
   return {

@@ -66,6 +66,8 @@ export async function runSidecarCli(
   try {
     address = await server.listen(parsed.listen);
   } catch (error) {
+    // One plain line a person reads first ("port 7401 is in use ..."), then the structured log.
+    process.stderr.write(`tools-runtime sidecar: ${errorMessage(error)}\n`);
     logger.error('could not listen', { address: parsed.listen, error: errorMessage(error) });
     process.exit(isToolRuntimeError(error) ? 2 : 1);
   }

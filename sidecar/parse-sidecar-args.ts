@@ -8,6 +8,7 @@ import type { BrainLimits } from './categories/brain/brain-protocol.js';
 import { defaultCommandEnvAllowList, defaultSidecarLimits, type SidecarConfig, type SidecarLimits } from './config.js';
 import { defaultSandboxSettings, parseNetworkPolicy, parseSandboxMode, type SandboxSettings } from './categories/computer/sandbox/sandbox-policy.js';
 import { isLoopbackAddress } from '../src/grpc-server/listen-address.js';
+import { checkHostPort, parseArgsMessage } from '../src/cli-usage.js';
 import type { SidecarTls } from './server.js';
 
 /** What the sidecar's flags say. */
@@ -126,7 +127,7 @@ export function parseSidecarArgs(argv: string[], env: NodeJS.ProcessEnv = proces
   try {
     values = parseArgs({ args: argv, options: flags, strict: true, allowPositionals: false }).values as typeof values;
   } catch (error) {
-    throw new SidecarUsageError(errorMessage(error));
+    throw new SidecarUsageError(`${parseArgsMessage(error)} (npm run sidecar -- --help lists the options)`);
   }
   if (!values.workspace) throw new SidecarUsageError('--workspace DIR is required (the agent workspace the tools work in)');
   const workspace = existingDir('workspace', values.workspace);
@@ -220,6 +221,12 @@ export function parseSidecarArgs(argv: string[], env: NodeJS.ProcessEnv = proces
   config.sandbox = sandboxSettings(values, config);
 
   const listen = values.listen ?? '127.0.0.1:0';
+  try {
+    checkHostPort(listen, '--listen', { unix: true, example: '127.0.0.1:7401' });
+    if (values['metrics-listen'] !== undefined) checkHostPort(values['metrics-listen'], '--metrics-listen', { example: '127.0.0.1:9464' });
+  } catch (error) {
+    throw new SidecarUsageError(errorMessage(error));
+  }
   if (!token && !isLoopbackAddress(listen)) {
     throw new SidecarUsageError(
       `refusing to listen on ${listen} without --token-file: use a loopback address (127.0.0.1, ::1, localhost) or unix:/path, or give a token`,

@@ -6,6 +6,7 @@ import { createTokenInterceptor } from '../src/grpc-server/auth-interceptor.js';
 import { createToolSidecarServiceDefinition } from './grpc/encode-turn-response.js';
 import { createSidecarHealth } from '../src/grpc-server/health-service.js';
 import { addLazyReflection } from '../src/grpc-server/lazy-reflection.js';
+import { bindFailureMessage } from '../src/cli-usage.js';
 import { boundAddress, isLoopbackAddress } from '../src/grpc-server/listen-address.js';
 import { createSidecarService } from './grpc/sidecar-service.js';
 import { sandboxReport } from './sandbox-report.js';
@@ -68,7 +69,7 @@ export function createSidecarServer(options: {
   const health = createSidecarHealth({ '': 'SERVING', [SERVICE_NAME]: 'SERVING' });
   health.addToServer(server);
   // Loaded on the first reflection request: most sidecars never get one.
-  addLazyReflection(server, 'toolruntime/v1/sidecar.proto');
+  addLazyReflection(server, { services: [SERVICE_NAME, 'grpc.health.v1.Health'] });
 
   const credentials = options.tls
     ? grpc.ServerCredentials.createSsl(options.tls.clientCa ?? null, [{ cert_chain: options.tls.cert, private_key: options.tls.key }], options.tls.clientCa !== undefined)
@@ -88,6 +89,9 @@ export function createSidecarServer(options: {
       listening = true;
       const port = await new Promise<number>((resolve, reject) => {
         server.bindAsync(address, credentials, (error, boundPort) => (error ? reject(error) : resolve(boundPort)));
+      }).catch(async (error: unknown) => {
+        listening = false;
+        throw new Error(await bindFailureMessage(address, '--listen', error), { cause: error });
       });
       const real = boundAddress(address, port);
       if ((config.sandbox?.mode ?? 'workspace-write') !== 'off') {

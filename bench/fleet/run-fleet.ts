@@ -12,6 +12,7 @@ import { execFileSync } from 'node:child_process';
 import pg from 'pg';
 import { controlPlaneClient } from '../../test/fixtures/control-plane-client.js';
 import { startPostgresCluster, type PostgresCluster } from '../../test/fixtures/postgres-cluster.js';
+import { startServe as startServeProcess } from '../../test/fixtures/start-serve.js';
 import { startSidecar, type StartedSidecar } from '../../test/fixtures/start-sidecar.js';
 
 /** What to simulate. */
@@ -79,23 +80,29 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     const agentIds = Array.from({ length: options.agents }, (_, i) => `agent-${String(i).padStart(4, '0')}`);
     const agentsFile = join(dir, 'agents.json');
     writeFileSync(agentsFile, JSON.stringify(Object.fromEntries(agentIds.map((id, i) => [id, { address: sidecars[i % sidecars.length]!.address }]))));
+    // One token for the fleet's controllers, as a deployment shares one (deploy/secrets.example.yaml).
+    const token = 'fleet-controller-token';
+    const tokenFile = join(dir, 'controller.token');
+    writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
+    // node --import tsx, not the tsx CLI: the CLI waits 30 ms for its child to acknowledge a relayed
+    // SIGTERM, then SIGKILLs it and exits 143 itself; a controller busy with turns misses that, so
+    // the restart below measured tsx, not the drain (which exits 0).
     const startServe = () =>
-      startSidecar({
-        entry: 'controller/control-plane-main.ts',
-        args: ['serve', '--listen', '127.0.0.1:0', '--database', url, '--agents', agentsFile, '--claim-expiry-s', '8', '--grace-ms', '3000', '--approve', 'never', '--embedded'],
+      startServeProcess({
+        args: ['--listen', '127.0.0.1:0', '--token-file', tokenFile, '--database', url, '--agents', agentsFile, '--claim-expiry-s', '8', '--grace-ms', '3000', '--approve', 'never', '--embedded'],
         env: { OPENAI_API_KEY: '', OPENAI_BASE_URL: '', DATABASE_URL: '' },
         timeoutMs: 90_000,
       });
     // One at a time: pg-boss and the store migrate once, the others find it done.
     for (let i = 0; i < options.controllers; i++) serves.push(await startServe());
-    /** Every controller process ever started, by the pids under it (tsx runs it in a node child): a runner id is host:pid:random. */
+    /** Every controller process ever started, by its pid (and any under it): a runner id is host:pid:random. */
     const labelled: Array<{ label: string; pids: number[] }> = serves.map((serve, i) => ({ label: `controller ${i}`, pids: processTree(serve!.child.pid!) }));
     log(`fleet: ${options.controllers} controllers, ${options.agents} agents over ${options.sidecars} sidecars`);
 
     db = new pg.Client({ connectionString: url });
     await db.connect();
     const started = performance.now();
-    const clients = serves.map((serve) => controlPlaneClient(serve!.address));
+    const clients = serves.map((serve) => controlPlaneClient(serve!.address, token));
     let expectedJobs = 0;
     let expectedSchedules = 0;
     let expectedWorkflows = 0;

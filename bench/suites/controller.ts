@@ -220,7 +220,7 @@ async function embeddedTurn(): Promise<BenchRow[]> {
   const stateDir = mkdtempSync(join(tmpdir(), 'bench-controller-state-'));
   const sidecar = await spawnSidecar({ workspace, extraArgs: ['--state-dir', stateDir] });
   const embedded = await startEmbeddedModel();
-  const client = createSidecarClient({ address: sidecar.address });
+  const client = createSidecarClient({ address: sidecar.address, token: sidecar.token });
   try {
     const recorded: ModelRequest[] = [];
     const model = recording(createOpenAIResponsesModel({ model: 'embedded', apiKey: 'none', baseURL: embedded.baseURL, stream: true, maxRetries: 0 }), recorded);

@@ -51,7 +51,7 @@ export async function run(): Promise<BenchRow[]> {
   cpSync(fileURLToPath(new URL('../../controller/sample-workspace/', import.meta.url)), join(scratch, 'workspace'), { recursive: true });
   const sidecar = await spawnSidecar({ workspace: join(scratch, 'workspace'), extraArgs: ['--state-dir', join(scratch, 'state')] });
   const embedded = await startEmbeddedModel();
-  const client = createSidecarClient({ address: sidecar.address });
+  const client = createSidecarClient({ address: sidecar.address, token: sidecar.token });
   const store = await openSqliteStore({ dataDir: join(scratch, 'data') });
   const model = createOpenAIResponsesModel({ model: EMBEDDED_MODEL_NAME, apiKey: 'embedded-no-key', baseURL: embedded.baseURL, stream: true });
   try {

@@ -1,5 +1,6 @@
-import { readFile } from 'node:fs/promises';
-import { errorMessage, ToolRuntimeError } from '../../src/errors.js';
+import { checkHostPort } from '../../src/cli-usage.js';
+import { ToolRuntimeError } from '../../src/errors.js';
+import { readTokenFile } from '../control-plane/auth/control-token.js';
 
 /** The console's flags, as `npm start` and `serve` take them. */
 export interface ConsoleFlags {
@@ -13,8 +14,19 @@ export interface ConsoleFlags {
 export const DEFAULT_CONSOLE_ADDRESS = '127.0.0.1:7401';
 
 /** The flags' help lines, for the README and usage texts. */
-export const CONSOLE_USAGE = `  --console [HOST:PORT]      serve the web console (default ${DEFAULT_CONSOLE_ADDRESS}; loopback only unless a token is set)
-  --console-token-file FILE  require "authorization: Bearer <first line of FILE>" on the console's API`;
+export const CONSOLE_USAGE = `  --console [HOST:PORT]      serve the web console (default ${DEFAULT_CONSOLE_ADDRESS}); its API always needs a token
+  --console-token-file FILE  the console's token (first line of FILE); without it one is generated at start,
+                             written 0600 to DATA_DIR/tokens/console-HOST_PORT.token, and the console's
+                             address is printed once with it (http://HOST:PORT/#token=...)`;
+
+/**
+ * The address that opens the console signed in: the token rides in the fragment, which the browser
+ * never sends to the server (so no request line, log or Referer carries it); the page moves it to
+ * its storage and removes it from the address bar. Print it once; log `url` elsewhere.
+ */
+export function consoleLinkWithToken(url: string, token: string): string {
+  return `${url}#token=${encodeURIComponent(token)}`;
+}
 
 /**
  * Takes `--console [ADDR]` and `--console-token-file FILE` (also in `--flag=value` form) out of
@@ -41,6 +53,7 @@ export function takeConsoleFlags(argv: string[]): { argv: string[]; console?: Co
     }
   }
   if (tokenFile !== undefined && address === undefined) throw new ToolRuntimeError('invalid_request', '--console-token-file needs --console');
+  if (address !== undefined) checkHostPort(address, '--console', { example: '127.0.0.1:7402' });
   return { argv: rest, ...(address !== undefined ? { console: { address, ...(tokenFile ? { tokenFile } : {}) } } : {}) };
 }
 
@@ -49,14 +62,6 @@ export function takeConsoleFlags(argv: string[]): { argv: string[]; console?: Co
  *
  * @throws ToolRuntimeError `invalid_request` when the file cannot be read or its first line is empty.
  */
-export async function readConsoleToken(path: string): Promise<string> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (error) {
-    throw new ToolRuntimeError('invalid_request', `cannot read the console token file ${path}: ${errorMessage(error)}`);
-  }
-  const token = text.split('\n')[0]?.trim() ?? '';
-  if (token === '') throw new ToolRuntimeError('invalid_request', `the console token file ${path} is empty`);
-  return token;
+export function readConsoleToken(path: string): Promise<string> {
+  return readTokenFile(path, 'console token file');
 }

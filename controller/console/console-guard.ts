@@ -1,4 +1,4 @@
-import { timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import { isLoopbackAddress } from '../../src/grpc-server/listen-address.js';
 
@@ -6,10 +6,10 @@ import { isLoopbackAddress } from '../../src/grpc-server/listen-address.js';
 export interface ConsoleGuardOptions {
   /** The port the console listens on: the Host header must name it. */
   port: number;
-  /** The host it listens on (a loopback one unless a token is set). */
+  /** The host it listens on. */
   host: string;
-  /** When set, every /api request needs `authorization: Bearer <token>`. */
-  token?: string;
+  /** Every /api request needs `authorization: Bearer <token>`, loopback included. */
+  token: string;
 }
 
 const loopbackNames = new Set(['127.0.0.1', 'localhost', '[::1]']);
@@ -17,21 +17,26 @@ const loopbackNames = new Set(['127.0.0.1', 'localhost', '[::1]']);
 /**
  * The console's request checks, before any route:
  * - Host must be the console's own (a loopback name with its port, or the bound host): a page of
- *   another site that rebinds its DNS name to 127.0.0.1 is refused. Bound beyond loopback (which
- *   needs a token) any Host is let through to the token check.
+ *   another site that rebinds its DNS name to 127.0.0.1 is refused. Bound beyond loopback any Host
+ *   is let through to the token check.
  * - A request from another origin is refused: an `Origin` that is not `http://<Host>`, or a
  *   `Sec-Fetch-Site` other than `same-origin` / `none`. No CORS header is ever sent.
  * - Actions (POST) need `content-type: application/json`, which a cross-site form cannot send.
- * - With a token, /api needs `authorization: Bearer <token>` (compared in constant time).
+ * - /api (state, live events, actions) needs `authorization: Bearer <token>` (compared in constant
+ *   time) on every address: a local process (the agent's own commands among them) is no browser,
+ *   so the checks above do not stop it; only the token does. The page itself (`/`, `/page/*`)
+ *   loads without it and asks for it.
  * Refusals are 403 (401 for a missing or wrong token) with a one-line JSON `error`.
  */
 export function consoleGuard(options: ConsoleGuardOptions): MiddlewareHandler {
   const hostPort = options.host.includes(':') && !options.host.startsWith('[') ? `[${options.host}]` : options.host;
   const allowedHosts = new Set([...[...loopbackNames].map((name) => `${name}:${options.port}`), `${hostPort}:${options.port}`]);
-  const expected = options.token === undefined ? undefined : Buffer.from(options.token);
-  // Beyond loopback (only ever with a token) the console is reached by names it cannot know; the
-  // token, which a rebinding page never has, stands in for the Host check there.
-  const anyHost = expected !== undefined && !isLoopbackAddress(`${hostPort}:${options.port}`);
+  // Compared as SHA-256 digests in constant time, so neither the token nor its length leaks.
+  const digest = (text: string) => createHash('sha256').update(text).digest();
+  const expected = digest(`Bearer ${options.token}`);
+  // Beyond loopback the console is reached by names it cannot know; the token, which a rebinding
+  // page never has, stands in for the Host check there.
+  const anyHost = !isLoopbackAddress(`${hostPort}:${options.port}`);
   return async (c, next) => {
     const host = c.req.header('host') ?? '';
     if (!anyHost && !allowedHosts.has(host.toLowerCase())) return c.json({ error: `refused: Host "${host}" is not this console's address` }, 403);
@@ -42,9 +47,9 @@ export function consoleGuard(options: ConsoleGuardOptions): MiddlewareHandler {
     if (c.req.method !== 'GET' && c.req.method !== 'HEAD' && !(c.req.header('content-type') ?? '').startsWith('application/json')) {
       return c.json({ error: 'refused: actions need content-type application/json' }, 403);
     }
-    if (expected && c.req.path.startsWith('/api/')) {
-      const given = Buffer.from((c.req.header('authorization') ?? '').replace(/^Bearer /, ''));
-      if (given.length !== expected.length || !timingSafeEqual(given, expected)) return c.json({ error: 'this console needs its token (authorization: Bearer …)' }, 401);
+    if (c.req.path.startsWith('/api/')) {
+      const given = c.req.header('authorization') ?? '';
+      if (given === '' || !timingSafeEqual(digest(given), expected)) return c.json({ error: 'this console needs its token (authorization: Bearer …)' }, 401);
     }
     await next();
     c.header('x-content-type-options', 'nosniff');

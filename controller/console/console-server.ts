@@ -7,7 +7,7 @@ import { Hono, type Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { errorMessage, isToolRuntimeError, ToolRuntimeError } from '../../src/index.js';
 import type { ControlReply, ControlRequest } from '../../src/gen/toolruntime/v1/control_plane.js';
-import { isLoopbackAddress, listenHost } from '../../src/grpc-server/listen-address.js';
+import { listenHost } from '../../src/grpc-server/listen-address.js';
 import { isControlPlaneError } from '../control-plane/control-plane-error.js';
 import { consoleGuard } from './console-guard.js';
 import { readConsoleState, type ConsoleSources } from './console-state.js';
@@ -15,10 +15,10 @@ import type { FeedMessage } from './turn-feed.js';
 
 /** Options of `startConsoleServer`. */
 export interface ConsoleServerOptions extends ConsoleSources {
-  /** `host:port` to listen on; a non-loopback host needs `token`. */
+  /** `host:port` to listen on. */
   address: string;
-  /** When set, the page's API calls and live updates need `authorization: Bearer <token>`. */
-  token?: string;
+  /** The page's API calls and live updates need `authorization: Bearer <token>`, on every address. */
+  token: string;
   /** Answers operators' control requests (cancel a workflow run, a job) as ControlPlaneService does. */
   answer?: (request: ControlRequest) => Promise<ControlReply>;
   /** Decides a stored approval as ControlPlaneService's DecideApproval does. */
@@ -31,8 +31,10 @@ export interface ConsoleServerOptions extends ConsoleSources {
 
 /** A running console. */
 export interface ConsoleServer {
-  /** `http://host:port/`. */
+  /** `http://host:port/` (no token: safe to print and log). */
   readonly url: string;
+  /** `host:port` as bound (the real port for `:0`). */
+  readonly address: string;
   /** Stops listening and ends the pages' live streams. Idempotent. */
   close(): Promise<void>;
 }
@@ -53,21 +55,18 @@ const pageFiles: Record<string, string> = {
  * live updates over SSE (each turn event as it happens; `changed` when the store's views changed),
  * and the actions approve, deny and cancel. Checks every request with `consoleGuard`.
  *
- * @throws ToolRuntimeError `invalid_request` for a non-loopback address without a token or an
- *   address that cannot be bound.
+ * @throws ToolRuntimeError `invalid_request` for an empty token or an address that cannot be bound.
  */
 export async function startConsoleServer(options: ConsoleServerOptions): Promise<ConsoleServer> {
   const host = listenHost(options.address);
   const portText = options.address.slice(options.address.lastIndexOf(':') + 1);
   if (!host || !/^\d+$/.test(portText)) throw new ToolRuntimeError('invalid_request', `--console needs HOST:PORT (for example 127.0.0.1:7401), not "${options.address}"`);
-  if (!options.token && !isLoopbackAddress(options.address)) {
-    throw new ToolRuntimeError('invalid_request', `refusing to serve the console on ${options.address} without a token: use a loopback address or give --console-token-file`);
-  }
+  if (!options.token) throw new ToolRuntimeError('invalid_request', 'the console needs a token: every API request must carry a credential');
   const closing = new AbortController();
   const app = new Hono();
   let port = Number(portText);
   // The guard needs the real port (for :0), known once listening: it reads it at each request.
-  app.use('*', (c, next) => consoleGuard({ host, port, ...(options.token ? { token: options.token } : {}) })(c, next));
+  app.use('*', (c, next) => consoleGuard({ host, port, token: options.token })(c, next));
 
   app.get('/', (c) => page(c, 'index.html'));
   app.get('/page/:file', (c) => page(c, c.req.param('file')));
@@ -172,6 +171,7 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
   let closed: Promise<void> | undefined;
   return {
     url: `http://${shownHost}:${port}/`,
+    address: `${shownHost}:${port}`,
     close() {
       closed ??= new Promise<void>((resolve) => {
         clearInterval(poll);

@@ -1,5 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ToolRuntimeError } from '../../src/errors.js';
 import { runningBuilt, runtimePath } from '../../src/runtime-path.js';
@@ -20,6 +24,16 @@ export function sidecarCommand(built = runningBuilt): { command: string; args: s
   return built
     ? { command: process.execPath, args: [...SIDECAR_NODE_FLAGS, runtimePath('sidecar/main.js')] }
     : { command: runtimePath('node_modules/.bin/tsx'), args: [runtimePath('sidecar/main.ts')] };
+}
+
+/**
+ * The arguments that hide `paths` (the controller's data folder, its token files) from every process
+ * a spawned sidecar starts for the model and from its file tools (the sidecar's sandbox masks
+ * them): `--hide PATH` each, duplicates and empty entries dropped. A path that does not exist yet
+ * is still passed: the sandbox resolves hidden paths at each command.
+ */
+export function sidecarHideArgs(paths: readonly string[]): string[] {
+  return [...new Set(paths.filter((path) => path !== ''))].flatMap((path) => ['--hide', path]);
 }
 
 /** The sidecar's `{"event":"sandbox",...}` line: what its commands run under (sidecar/sandbox-report.ts). */
@@ -49,6 +63,8 @@ export interface SpawnedSidecar {
   sandbox: Promise<SidecarSandboxEvent | undefined>;
   /** `127.0.0.1:PORT`, as the sidecar printed it. */
   address: string;
+  /** The bearer token the sidecar requires on every RPC (generated for this child; only the spawner holds it). */
+  token: string;
   child: ChildProcess;
   /** What the child wrote on stderr (its logs), the last 64 KiB. */
   stderr(): string;
@@ -58,7 +74,13 @@ export interface SpawnedSidecar {
 
 /**
  * Starts the sidecar (`sidecarCommand()`) with `--listen 127.0.0.1:0 --workspace <workspace>
- * --exit-on-stdin-eof ...extraArgs` and waits for its `{"event":"listening","address":...}` line.
+ * --exit-on-stdin-eof --token-file F ...extraArgs ...sidecarHideArgs(hide)` and waits for its
+ * `{"event":"listening","address":...}` line.
+ *
+ * The sidecar gets a token of its own, generated here: a process on the machine (another agent's
+ * command among them) cannot open a Turn on it and run commands as this agent. The token reaches
+ * it in a file of a private temporary folder (0700, the sidecar's user's) that is deleted once the
+ * sidecar has read it and listens, so the model's commands find no file to read.
  *
  * The child's stdin is a pipe whose write end only this process holds (opened close-on-exec, so
  * no other child inherits it) and never writes: when this process ends, however it ends (SIGKILL
@@ -71,18 +93,35 @@ export interface SpawnedSidecar {
 export async function spawnSidecar(options: {
   workspace: string;
   extraArgs?: string[];
+  /** Paths the model's processes must not see: the controller's data folder and token files. */
+  hide?: readonly string[];
+  /**
+   * Starts the sidecar as this user: the model's commands then run as that user and cannot read
+   * what only this process's user can (the data folder, token files), sandbox or not. Needs root
+   * (or CAP_SETUID/CAP_SETGID), and a workspace and `--state-dir` that user can write.
+   */
+  user?: { uid: number; gid: number };
   signal?: AbortSignal;
   timeoutMs?: number;
 }): Promise<SpawnedSidecar> {
   const { command, args } = sidecarCommand();
+  const token = randomBytes(32).toString('base64url');
+  const tokenDir = mkdtempSync(join(tmpdir(), 'sidecar-token-'));
+  const tokenFile = join(tokenDir, 'token');
+  writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
+  if (options.user) {
+    chownSync(tokenDir, options.user.uid, options.user.gid);
+    chownSync(tokenFile, options.user.uid, options.user.gid);
+  }
+  const removeTokenFile = () => rmSync(tokenDir, { recursive: true, force: true });
   const child = spawn(
     command,
-    [...args, '--listen', '127.0.0.1:0', '--workspace', options.workspace, '--exit-on-stdin-eof', ...(options.extraArgs ?? [])],
+    [...args, '--listen', '127.0.0.1:0', '--workspace', options.workspace, '--exit-on-stdin-eof', '--token-file', tokenFile, ...(options.extraArgs ?? []), ...sidecarHideArgs(options.hide ?? [])],
     // Its own process group: tsx runs the sidecar in a child node process, and signalling the
     // group reaches both (a SIGKILL to tsx alone would orphan the sidecar); tsx passes its stdin,
     // the lifeline, on to that child. The working directory is this process's, so a relative
     // --workspace means the same folder to both.
-    { stdio: ['pipe', 'pipe', 'pipe'], detached: true },
+    { stdio: ['pipe', 'pipe', 'pipe'], detached: true, ...(options.user ? { uid: options.user.uid, gid: options.user.gid } : {}) },
   );
   // The lifeline is never written; an error on it only means the sidecar is gone.
   child.stdin!.on('error', () => {});
@@ -128,7 +167,8 @@ export async function spawnSidecar(options: {
           // not a JSON line
         }
       });
-      child.once('error', (error) => reject(new ToolRuntimeError('sidecar_unavailable', `could not start the sidecar: ${error.message}`)));
+      const asUser = options.user ? ` as uid ${options.user.uid} (that needs root, or CAP_SETUID and CAP_SETGID)` : '';
+      child.once('error', (error) => reject(new ToolRuntimeError('sidecar_unavailable', `could not start the sidecar${asUser}: ${error.message}`)));
       child.once('exit', (code, signal) => {
         clearTimeout(timer);
         const lastLine = stderr.trim().split('\n').pop() ?? '';
@@ -145,8 +185,10 @@ export async function spawnSidecar(options: {
       signalGroup('SIGKILL');
       process.off('exit', onExit);
     };
-    return { address, child, sandbox, stderr: () => stderr, stop };
+    removeTokenFile();
+    return { address, token, child, sandbox, stderr: () => stderr, stop };
   } catch (error) {
+    removeTokenFile();
     signalGroup('SIGKILL');
     await exited;
     process.off('exit', onExit);

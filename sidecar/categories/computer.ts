@@ -3,7 +3,7 @@ import type { CategoryContext } from './category.js';
 import { createFileTools } from './computer/file-tools.js';
 import { reapLeftoverCommands } from './computer/leftover-commands.js';
 import { createRunCommandTool } from './computer/run-command-tool.js';
-import { policyFor } from './computer/sandbox/start-process.js';
+import { policyFor, sandboxSettingsOf } from './computer/sandbox/start-process.js';
 
 /**
  * The computer category: run_command, read_file, write_file, edit_file and list_files, all confined
@@ -15,5 +15,7 @@ export function createComputerTools(context: CategoryContext, options: { killGra
   // One policy per turn: the operator's sandbox, tightened by the turn's own request.
   const policy = policyFor(context.config, context.turn.sandbox);
   const [readFile, writeFile, editFile, listFiles] = createFileTools({ config: context.config, policy });
-  return [createRunCommandTool({ config: context.config, policy, killGraceMs: options.killGraceMs }), readFile!, writeFile!, editFile!, listFiles!];
+  // A turn that tightened the sandbox gets no way around it.
+  const offerUnsandboxed = sandboxSettingsOf(context.config).allowUnsandboxed && context.turn.sandbox === undefined;
+  return [createRunCommandTool({ config: context.config, policy, offerUnsandboxed, killGraceMs: options.killGraceMs }), readFile!, writeFile!, editFile!, listFiles!];
 }

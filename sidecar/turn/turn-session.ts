@@ -216,7 +216,7 @@ export function createTurnSession(options: {
         return;
       }
       const params = validation.value;
-      const approve = needsApproval(tool)
+      const approve = needsApproval(tool) || tool.alwaysAsks?.(params) === true
         ? (label: string, signal: AbortSignal) =>
             clientRequests.approve(
               callId,

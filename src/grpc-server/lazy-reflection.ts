@@ -1,88 +1,85 @@
-import { EventEmitter } from 'node:events';
 import * as grpc from '@grpc/grpc-js';
-import type * as ProtoLoader from '@grpc/proto-loader';
-import type * as Reflection from '@grpc/reflection';
+import { ServerReflectionService, type ServerReflectionRequest, type ServerReflectionResponse } from '../gen/grpc/reflection/v1/reflection.js';
 import { errorMessage } from '../index.js';
-import { loadOnFirstUse } from '../load-on-first-use.js';
-import { runtimePath } from '../runtime-path.js';
+import type { ReflectionDescriptors } from './reflection-descriptors.js';
 
-const loadReflection = loadOnFirstUse<typeof Reflection>('@grpc/reflection');
-const loadProtoLoader = loadOnFirstUse<typeof ProtoLoader>('@grpc/proto-loader');
+/** The two versions of the reflection service: v1alpha's messages are v1's, field for field. */
+const REFLECTION_SERVICES = ['grpc.reflection.v1.ServerReflection', 'grpc.reflection.v1alpha.ServerReflection'];
 
-const paths = ['/grpc.reflection.v1.ServerReflection/ServerReflectionInfo', '/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo'];
-
-interface LoadedMethod {
-  definition: grpc.MethodDefinition<unknown, unknown>;
-  handler: (stream: EventEmitter) => void;
+/** Options of {@link addLazyReflection}. */
+export interface LazyReflectionOptions {
+  /** Full names of the services the server serves besides reflection (health included). */
+  services: readonly string[];
 }
 
 /**
- * Adds gRPC server reflection (v1 and v1alpha) for `protoFile` (under the project's `proto/`) to
- * `server`, without loading it: @grpc/reflection, proto-loader and protobufjs load, and the proto
- * is parsed, on the first reflection request. Until then the two methods are registered with
- * pass-through serializers; their calls are handed to @grpc/reflection's own handlers. If loading
- * fails, that call ends with INTERNAL and the next one tries again.
+ * Adds gRPC server reflection (v1 and v1alpha) to `server`, describing exactly `options.services`
+ * and the reflection service itself, from the proto files as written (src/gen/descriptors.ts, made
+ * by `buf generate`): snake_case field names, real file names and imports, so grpcurl and
+ * `buf curl` can call the services with the proto's own JSON. The descriptors are decoded on the
+ * first reflection request (most servers never get one); if that fails, that call ends with
+ * INTERNAL and the next one tries again. Requests on one stream are answered in order.
  */
-export function addLazyReflection(server: grpc.Server, protoFile: string): void {
-  let loaded: Map<string, LoadedMethod> | undefined;
-  const load = () => {
-    if (loaded) return loaded;
-    const packageDefinition = loadProtoLoader().loadSync(protoFile, { includeDirs: [runtimePath('proto/')] });
-    const methods = new Map<string, LoadedMethod>();
-    // @grpc/reflection registers its services itself: let it register on a recorder, keep the handlers.
-    const recorder = {
-      addService(service: grpc.ServiceDefinition, implementation: grpc.UntypedServiceImplementation) {
-        for (const [name, definition] of Object.entries(service)) {
-          methods.set(definition.path, { definition, handler: implementation[name] as LoadedMethod['handler'] });
-        }
+export function addLazyReflection(server: grpc.Server, options: LazyReflectionOptions): void {
+  const services = [...options.services, ...REFLECTION_SERVICES];
+  let loading: Promise<ReflectionDescriptors> | undefined;
+  const load = () =>
+    (loading ??= import('./reflection-descriptors.js').then(
+      ({ createReflectionDescriptors }) => createReflectionDescriptors(services),
+      (error: unknown) => {
+        loading = undefined;
+        throw error;
       },
-    };
-    new (loadReflection().ReflectionService)(packageDefinition).addToServer(recorder as unknown as grpc.Server);
-    loaded = methods;
-    return methods;
-  };
+    ));
 
-  for (const path of paths) {
-    const passThrough = (buffer: Buffer) => buffer;
-    const service: grpc.ServiceDefinition = {
-      ServerReflectionInfo: {
-        path,
-        requestStream: true,
-        responseStream: true,
-        requestSerialize: passThrough,
-        requestDeserialize: passThrough,
-        responseSerialize: passThrough,
-        responseDeserialize: passThrough,
-      },
-    };
-    const handler: grpc.handleBidiStreamingCall<Buffer, Buffer> = (call) => {
-      let method: LoadedMethod | undefined;
-      try {
-        method = load().get(path);
-        if (!method) throw new Error(`@grpc/reflection serves no ${path}`);
-      } catch (error) {
-        call.emit('error', { code: grpc.status.INTERNAL, details: `server reflection is unavailable: ${errorMessage(error)}` });
-        return;
-      }
-      const { definition } = method;
-      // What @grpc/reflection's handler uses of a stream: data and end events, write() and end().
-      const stream = Object.assign(new EventEmitter(), {
-        write: (message: unknown) => call.write(definition.responseSerialize(message)),
-        end: () => call.end(),
-      });
-      call.on('data', (buffer: Buffer) => {
-        let message: unknown;
+  const handler: grpc.handleBidiStreamingCall<ServerReflectionRequest, ServerReflectionResponse> = (call) => {
+    let queue = Promise.resolve();
+    let failed = false;
+    call.on('data', (request: ServerReflectionRequest) => {
+      queue = queue.then(async () => {
+        if (failed || call.cancelled) return;
+        let descriptors: ReflectionDescriptors;
         try {
-          message = definition.requestDeserialize(buffer);
+          descriptors = await load();
         } catch (error) {
-          call.emit('error', { code: grpc.status.INVALID_ARGUMENT, details: `undecodable reflection request: ${errorMessage(error)}` });
+          failed = true;
+          call.emit('error', { code: grpc.status.INTERNAL, details: `server reflection is unavailable: ${errorMessage(error)}` });
           return;
         }
-        stream.emit('data', message);
+        if (!call.cancelled && !call.writableEnded) call.write(answer(descriptors, request));
       });
-      call.on('end', () => stream.emit('end'));
-      method.handler(stream);
-    };
-    server.addService(service, { ServerReflectionInfo: handler });
+    });
+    call.on('end', () => {
+      void queue.then(() => {
+        if (!failed && !call.writableEnded) call.end();
+      });
+    });
+  };
+  for (const service of REFLECTION_SERVICES) {
+    const path = `/${service}/ServerReflectionInfo`;
+    server.addService({ ServerReflectionInfo: { ...ServerReflectionService.serverReflectionInfo, path } }, { ServerReflectionInfo: handler });
+  }
+}
+
+function answer(descriptors: ReflectionDescriptors, request: ServerReflectionRequest): ServerReflectionResponse {
+  const respond = (messageResponse: ServerReflectionResponse['messageResponse']): ServerReflectionResponse => ({ validHost: request.host, originalRequest: request, messageResponse });
+  const notFound = (what: string) => respond({ $case: 'errorResponse', value: { errorCode: grpc.status.NOT_FOUND, errorMessage: `${what} is not served here` } });
+  const files = (found: Buffer[] | undefined, what: string) => (found ? respond({ $case: 'fileDescriptorResponse', value: { fileDescriptorProto: found } }) : notFound(what));
+  const message = request.messageRequest;
+  switch (message?.$case) {
+    case 'listServices':
+      return respond({ $case: 'listServicesResponse', value: { service: descriptors.services.map((name) => ({ name })) } });
+    case 'fileByFilename':
+      return files(descriptors.fileByName(message.value), `file ${JSON.stringify(message.value)}`);
+    case 'fileContainingSymbol':
+      return files(descriptors.fileContainingSymbol(message.value), `symbol ${JSON.stringify(message.value)}`);
+    case 'fileContainingExtension':
+      return notFound(`extension ${message.value.extensionNumber} of ${JSON.stringify(message.value.containingType)}`);
+    case 'allExtensionNumbersOfType': {
+      const numbers = descriptors.extensionNumbersOf(message.value);
+      return numbers ? respond({ $case: 'allExtensionNumbersResponse', value: { baseTypeName: message.value, extensionNumber: numbers } }) : notFound(`type ${JSON.stringify(message.value)}`);
+    }
+    default:
+      return respond({ $case: 'errorResponse', value: { errorCode: grpc.status.INVALID_ARGUMENT, errorMessage: 'the reflection request names no question' } });
   }
 }

@@ -28,6 +28,8 @@ interface DefinitionBase<TParams> {
   /** Defaults to the tool's name. */
   describeActivity?: (params: TParams) => string;
   describeCompletedActivity?: (params: TParams, result: AgentToolResult) => string;
+  /** See WorkerAgentTool.alwaysAsks. */
+  alwaysAsks?: (params: TParams) => boolean;
   execute: (params: TParams, context: ToolExecutionContext) => Promise<AgentToolResult>;
 }
 
@@ -104,6 +106,7 @@ export function defineWorkerTool(
     isDestructive: definition.isDestructive ?? false,
     describeActivity: definition.describeActivity ?? (() => name),
     describeCompletedActivity: definition.describeCompletedActivity,
+    ...(definition.alwaysAsks ? { alwaysAsks: definition.alwaysAsks } : {}),
     execute: definition.execute,
   };
 }

@@ -64,6 +64,11 @@ export interface WorkerAgentTool<TParams = any> {
   describeActivity(params: TParams): string;
   /** Replaces the label with a result summary when the tool finishes. */
   describeCompletedActivity?(params: TParams, result: AgentToolResult): string;
+  /**
+   * True for a call that must be approved by the client whatever the turn's approval policy says
+   * (run_command asking to run outside the sandbox). A client that cannot answer gets it denied.
+   */
+  alwaysAsks?(params: TParams): boolean;
   /** Runs the tool on validated params. Throwing yields a `tool_failed` error result. */
   execute(params: TParams, context: ToolExecutionContext): Promise<AgentToolResult>;
 }

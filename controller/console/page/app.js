@@ -6,11 +6,26 @@ import { agentsView, approvalsView, schedulesView, todosView, turnsView, workflo
 const views = ['turns', 'approvals', 'agents', 'todos', 'workflows', 'schedules'];
 let state = { agents: [], turns: [], todos: {}, workflows: [], schedules: [], jobs: [], approvals: [] };
 let selectedTurn;
-let token = sessionStorage.getItem('console-token') ?? '';
+// The token arrives once, in the address's fragment (`#token=...`, never sent to the server), as
+// the console printed it at start. It moves to this origin's storage and leaves the address bar
+// (and history) at once, so no later URL, bookmark or shared screen carries it.
+const TOKEN_KEY = 'console-token';
+let token = localStorage.getItem(TOKEN_KEY) ?? '';
+if (location.hash.startsWith('#token=')) {
+  token = decodeURIComponent(location.hash.slice('#token='.length));
+  localStorage.setItem(TOKEN_KEY, token);
+  history.replaceState(null, '', location.pathname + location.search);
+}
 let scheduled = false;
 let refreshing;
 
 const headers = (extra = {}) => ({ ...extra, ...(token ? { authorization: `Bearer ${token}` } : {}) });
+
+// A stored token the console refuses is stale (each start without --console-token-file makes a new one).
+function askForToken() {
+  localStorage.removeItem(TOKEN_KEY);
+  document.getElementById('token-form').hidden = false;
+}
 
 function showError(message) {
   const element = document.getElementById('error');
@@ -21,7 +36,7 @@ function showError(message) {
 async function api(path, body) {
   const response = await fetch(path, body === undefined ? { headers: headers() } : { method: 'POST', headers: headers({ 'content-type': 'application/json' }), body: JSON.stringify(body) });
   if (response.status === 401) {
-    document.getElementById('token-form').hidden = false;
+    askForToken();
     throw new Error('this console needs its token');
   }
   const value = await response.json();
@@ -60,7 +75,7 @@ async function follow() {
     try {
       const response = await fetch('/api/events', { headers: headers() });
       if (response.status === 401) {
-        document.getElementById('token-form').hidden = false;
+        askForToken();
         setStatus('needs the token');
         return;
       }
@@ -142,7 +157,7 @@ function render() {
 document.getElementById('token-form').addEventListener('submit', (event) => {
   event.preventDefault();
   token = document.getElementById('token').value.trim();
-  sessionStorage.setItem('console-token', token);
+  localStorage.setItem(TOKEN_KEY, token);
   document.getElementById('token-form').hidden = true;
   void follow();
 });

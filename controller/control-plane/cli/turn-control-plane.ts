@@ -5,7 +5,7 @@ import type { SidecarClient } from '../../sidecar-client/create-sidecar-client.j
 import type { ClientRequestHandler } from '../../sidecar-client/sidecar-types.js';
 import { answerControlRequest, type WorkflowRunnerHook } from '../answer-control-request.js';
 import type { ControlPlaneStore } from '../store/control-plane-store.js';
-import { openSqliteStore } from '../store/sqlite/open-sqlite-store.js';
+import { openControlPlaneStore } from '../store/open-control-plane-store.js';
 import type { WorkflowRunRecord } from '../store/workflow-store.js';
 import { sidecarTaskTurns } from '../workflows/sidecar-task-turns.js';
 import { WorkflowRunner, type WorkflowRunnerEvent } from '../workflows/workflow-runner.js';
@@ -31,12 +31,14 @@ export interface TurnControlPlane {
 
 /**
  * The control plane for the CLI's text turn: answers the turn's control requests as its agent,
- * against the store in `dataDir`, opened on the first request (a turn that uses no control tool
+ * against the store in `dataDir` (or the PostgreSQL `database`), opened on the first request (a turn that uses no control tool
  * creates no file). A workflow the turn starts runs at once in this process, on the same sidecar
  * and model.
  */
 export function createTurnControlPlane(options: {
   dataDir: string;
+  /** A PostgreSQL URL: that store instead of the SQLite one in `dataDir`. */
+  database?: string;
   agentId: string;
   model: ResponsesModel;
   client: SidecarClient;
@@ -47,7 +49,7 @@ export function createTurnControlPlane(options: {
   let opened: Promise<{ store: ControlPlaneStore; runner: WorkflowRunner }> | undefined;
   const started: string[] = [];
   const open = () =>
-    (opened ??= openSqliteStore({ dataDir: options.dataDir }).then((store) => {
+    (opened ??= openControlPlaneStore({ dataDir: options.dataDir, ...(options.database ? { database: options.database } : {}) }).then((store) => {
       const runner = new WorkflowRunner({
         store,
         model: options.model,

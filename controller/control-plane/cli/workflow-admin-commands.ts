@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { errorMessage } from '../../../src/index.js';
+import { parseArgsMessage } from '../../../src/cli-usage.js';
 import { WorkflowRunState, WorkflowTaskState, type ControlRequest, type WorkflowRun } from '../../../src/gen/toolruntime/v1/control_plane.js';
 import type { CliIo } from '../../cli-io.js';
 import { answerControlRequest } from '../answer-control-request.js';
@@ -62,7 +63,7 @@ export async function runWorkflowAdminCommand(sub: 'list' | 'show' | 'cancel', a
       options: { 'data-dir': { type: 'string' }, database: { type: 'string' }, 'agent-id': { type: 'string' }, limit: { type: 'string' }, reason: { type: 'string' }, help: { type: 'boolean' } },
     }));
   } catch (error) {
-    io.stderr.write(`error: ${errorMessage(error)}\n\n${WORKFLOW_ADMIN_USAGE}\n`);
+    io.stderr.write(`error: ${parseArgsMessage(error)}\n(npm run controller -- workflow --help lists the options)\n`);
     return 2;
   }
   if (values.help) {
@@ -106,7 +107,8 @@ export async function runWorkflowAdminCommand(sub: 'list' | 'show' | 'cancel', a
         io.stdout.write(`${JSON.stringify(printable(reply.value.run), null, 2)}\n`);
         return 0;
       case 'error':
-        io.stderr.write(`error: ${reply.value.code}: ${reply.value.message}\n`);
+        // The handlers speak to the model ("workflow_list shows the runs"); an operator has the CLI command.
+        io.stderr.write(`error: ${reply.value.code}: ${reply.value.message.replace('workflow_list shows the runs', '`npm run controller -- workflow list` shows the runs')}\n`);
         return 1;
       default:
         io.stderr.write('error: the control plane gave no answer\n');

@@ -7,7 +7,7 @@ import type { ControlPlaneStore } from '../store/control-plane-store.js';
 import { defaultDataDir } from '../store/default-data-dir.js';
 import type { WorkflowDefinition } from '../store/workflow-store.js';
 import { deadLocalOwners } from '../workflows/runner-owner.js';
-import { openSqliteStore } from '../store/sqlite/open-sqlite-store.js';
+import { openControlPlaneStore } from '../store/open-control-plane-store.js';
 import { sidecarTaskTurns } from '../workflows/sidecar-task-turns.js';
 import { parseWorkflowFile, defaultWorkflowLimits } from '../workflows/validate-workflow-definition.js';
 import { WorkflowRunner, type WorkflowRunnerEvent } from '../workflows/workflow-runner.js';
@@ -27,7 +27,9 @@ FILE.json: { "name": "...", "max_parallel": 4,
                          "depends_on": ["..."], "max_attempts": 2 }] }
 
 Options:
-  --data-dir DIR   the control-plane store (default ~/.local/state/tools-runtime/controller)
+  --data-dir DIR   the SQLite control-plane store (default ~/.local/state/tools-runtime/controller)
+  --database URL   postgres://... : the PostgreSQL store several controllers share instead
+                   (default DATABASE_URL; the same rule as workflow list, serve and npm start)
   and the model and sidecar flags of npm start: --workspace, --sidecar, --token-file, --base-url,
   --model, --embedded, --stream/--no-stream, --tool-search, --flatten-namespaces,
   --max-model-calls (per task turn), --agent-id, --quiet
@@ -84,7 +86,9 @@ function parseWorkflowFlags(flags: string[], io: CliIo): WorkflowFlags | number 
     return usage('workflows take their prompts from the workflow file; --prompt and --events-file do not apply');
   }
   try {
-    return { options: parseCliOptions(rest, io.env), dataDir: dataDir ?? defaultDataDir() };
+    const resolvedDataDir = dataDir ?? defaultDataDir();
+    // options.dataDir is the folder the sidecar hides from the model's commands: this run's store.
+    return { options: { ...parseCliOptions(rest, io.env), dataDir: resolvedDataDir }, dataDir: resolvedDataDir };
   } catch (error) {
     return usage(errorMessage(error));
   }
@@ -169,7 +173,7 @@ async function driveWorkflow(
   };
   const cleanups: Array<() => Promise<void>> = [];
   try {
-    const store = await openSqliteStore({ dataDir });
+    const store = await openControlPlaneStore({ dataDir, ...(options.database ? { database: options.database } : {}) });
     cleanups.push(() => store.close());
     const { client, model } = await startAgentServices(options, cleanups, io.signal, progress);
     const runner = new WorkflowRunner({

@@ -1,3 +1,4 @@
+import { chmod } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import { errorMessage, ToolRuntimeError, type Logger } from '../../../src/index.js';
 import {
@@ -12,9 +13,11 @@ import {
 } from '../../../src/gen/toolruntime/v1/control_plane.js';
 import { isControlPlaneError } from '../control-plane-error.js';
 import { createTokenInterceptor } from '../../../src/grpc-server/auth-interceptor.js';
+import type { StoreHealth } from '../store/control-plane-store.js';
 import { createSidecarHealth } from '../../../src/grpc-server/health-service.js';
 import { addLazyReflection } from '../../../src/grpc-server/lazy-reflection.js';
-import { boundAddress, isLoopbackAddress } from '../../../src/grpc-server/listen-address.js';
+import { bindFailureMessage } from '../../../src/cli-usage.js';
+import { boundAddress } from '../../../src/grpc-server/listen-address.js';
 
 const SERVICE_NAME = 'toolruntime.v1.ControlPlaneService';
 
@@ -32,8 +35,10 @@ export interface ControlPlaneServer {
   /**
    * Binds `address` and serves; resolves the real bound address (the real port for `:0`).
    *
-   * @throws ToolRuntimeError `invalid_request` for a non-loopback address without a token; the
-   *   bind error otherwise.
+   * A `unix:PATH` socket is made mode 0600 once bound (the token is still required on it).
+   *
+   * @throws ToolRuntimeError `invalid_request` when already listening or the socket's mode cannot
+   *   be set; the bind error otherwise.
    */
   listen(address: string): Promise<string>;
   /**
@@ -58,17 +63,24 @@ const statusOfControlCode: Record<string, grpc.status> = {
  * Creates the ControlPlaneService server. Every RPC is wrapped into the ControlRequest the Turn
  * stream carries and answered by `answer`, so operators and agents' tools share one code path; a
  * ControlError becomes the status of its code (INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED,
- * RESOURCE_EXHAUSTED, UNAVAILABLE, INTERNAL) with its message. With `token`, every RPC (health and
- * reflection included) needs `authorization: Bearer <token>`; without one it only listens on loopback.
+ * RESOURCE_EXHAUSTED, UNAVAILABLE, INTERNAL) with its message. Every RPC (health and reflection
+ * included) needs `authorization: Bearer <token>`, on every address, loopback and unix sockets
+ * included: a process of the agent's on the same machine must not drive the control plane.
+ *
+ * @throws ToolRuntimeError `invalid_request` for an empty token.
  */
 export function createControlPlaneServer(options: {
   answer: AnswerOperatorRequest;
   approvals?: ApprovalOperations;
-  token?: string;
+  /** The bearer token every RPC needs (`--token-file`'s, or one `serve` generated). */
+  token: string;
   logger: Logger;
+  /** The store's health (`ControlPlaneStore.watchHealth`): while its database is lost, health says NOT_SERVING. */
+  watchStoreHealth?: (listener: (health: StoreHealth) => void) => () => void;
 }): ControlPlaneServer {
   const { logger } = options;
-  const server = new grpc.Server({ interceptors: options.token ? [createTokenInterceptor(options.token)] : [] });
+  if (!options.token) throw new ToolRuntimeError('invalid_request', 'the control-plane server needs a token: every RPC must carry a credential');
+  const server = new grpc.Server({ interceptors: [createTokenInterceptor(options.token)] });
   const calls = new Set<AbortController>();
 
   function unary<Req, Res>(wrap: (request: Req) => ControlRequest, unwrap: (reply: ControlReply) => Res | undefined): grpc.handleUnaryCall<Req, Res> {
@@ -133,34 +145,55 @@ export function createControlPlaneServer(options: {
   server.addService(ControlPlaneServiceService, implementation);
   const health = createSidecarHealth({ '': 'SERVING', [SERVICE_NAME]: 'SERVING' });
   health.addToServer(server);
+  // NOT_SERVING while draining or closing, and while the store's database is lost (a readiness
+  // probe takes the controller out; its RPCs would fail anyway).
+  let draining = false;
+  let storeOk = true;
+  const showHealth = () => {
+    const status = draining || !storeOk ? 'NOT_SERVING' : 'SERVING';
+    health.setStatus('', status);
+    health.setStatus(SERVICE_NAME, status);
+  };
+  const unwatchStore = options.watchStoreHealth?.((store) => {
+    storeOk = store.ok;
+    showHealth();
+  });
   // Loaded on the first reflection request, as the sidecar does.
-  addLazyReflection(server, 'toolruntime/v1/control_plane.proto');
+  addLazyReflection(server, { services: [SERVICE_NAME, 'grpc.health.v1.Health'] });
   let listening = false;
   let closing: Promise<void> | undefined;
 
   return {
     async listen(address) {
       if (listening) throw new ToolRuntimeError('invalid_request', 'the control-plane server is already listening');
-      if (!options.token && !isLoopbackAddress(address)) {
-        throw new ToolRuntimeError(
-          'invalid_request',
-          `refusing to serve the control plane on ${address} without a token: use a loopback address (127.0.0.1, ::1, localhost) or a unix socket, or give --token-file`,
-        );
-      }
       listening = true;
       const port = await new Promise<number>((resolve, reject) => {
         server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound)));
+      }).catch(async (error: unknown) => {
+        listening = false;
+        throw new Error(await bindFailureMessage(address, '--listen', error), { cause: error });
       });
+      // Only this user may connect to a unix socket (as Docker's): other users are refused by the
+      // kernel before the token is even asked for. Between bind and chmod the umask's mode applies,
+      // which the token still covers.
+      if (address.startsWith('unix:')) {
+        const path = address.slice('unix:'.length).replace(/^\/\/(?=\/)/, '');
+        await chmod(path, 0o600).catch((error: unknown) => {
+          server.forceShutdown();
+          throw new ToolRuntimeError('invalid_request', `cannot make the control-plane socket ${path} private (mode 0600): ${errorMessage(error)}`);
+        });
+      }
       return boundAddress(address, port);
     },
     drain() {
-      health.setStatus('', 'NOT_SERVING');
-      health.setStatus(SERVICE_NAME, 'NOT_SERVING');
+      draining = true;
+      showHealth();
     },
     close({ graceMs = 5_000 } = {}) {
       closing ??= (async () => {
-        health.setStatus('', 'NOT_SERVING');
-        health.setStatus(SERVICE_NAME, 'NOT_SERVING');
+        draining = true;
+        unwatchStore?.();
+        showHealth();
         const shutdown = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
         let timer: NodeJS.Timeout | undefined;
         await Promise.race([shutdown, new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);

@@ -24,7 +24,13 @@ export class AgentSidecars {
    *   `sidecar_unavailable` when a sidecar does not start, `aborted` when `signal` aborts; whatever
    *   was started is stopped first.
    */
-  static async start(options: { agents: Map<string, AgentSidecarEntry>; signal: AbortSignal; logger: Logger }): Promise<AgentSidecars> {
+  static async start(options: {
+    agents: Map<string, AgentSidecarEntry>;
+    /** Paths every started sidecar hides from the model's processes: the data folder, token files. */
+    hide?: readonly string[];
+    signal: AbortSignal;
+    logger: Logger;
+  }): Promise<AgentSidecars> {
     const sidecars = new AgentSidecars();
     const byAddress = new Map<string, SidecarClient>();
     try {
@@ -32,13 +38,13 @@ export class AgentSidecars {
         [...options.agents].map(async ([agentId, entry]) => {
           if (entry.kind === 'workspace') {
             const extraArgs = [...(entry.stateDir ? ['--state-dir', entry.stateDir] : []), ...(entry.sandbox ? ['--sandbox', entry.sandbox] : [])];
-            const spawned = await spawnSidecar({ workspace: entry.workspace, extraArgs, signal: options.signal });
+            const spawned = await spawnSidecar({ workspace: entry.workspace, extraArgs, hide: options.hide ?? [], ...(entry.user ? { user: entry.user } : {}), signal: options.signal });
             sidecars.#spawned.push(spawned);
-            const client = createSidecarClient({ address: spawned.address });
+            const client = createSidecarClient({ address: spawned.address, token: spawned.token });
             sidecars.#closers.push(client);
             sidecars.#clients.set(agentId, client);
-            sidecars.#addresses.push({ agentId, address: spawned.address });
-            options.logger.info('sidecar started', { agentId, workspace: entry.workspace, address: spawned.address });
+            sidecars.#addresses.push({ agentId, address: spawned.address, token: spawned.token });
+            options.logger.info('sidecar started', { agentId, workspace: entry.workspace, address: spawned.address, ...(entry.user ? { uid: entry.user.uid } : {}) });
             void spawned.sandbox.then((event) => {
               if (event && !event.ok) options.logger.error('sidecar sandbox unavailable: its commands will be refused', { agentId, cause: event.cause, fix: event.fix });
               else if (event) options.logger.info('sidecar sandbox', { agentId, mode: event.mode, network: event.network });

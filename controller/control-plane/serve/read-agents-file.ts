@@ -6,7 +6,7 @@ import { errorMessage, ToolRuntimeError } from '../../../src/index.js';
 /** Where one agent's sidecar is: a running one, or a workspace to start one over. */
 export type AgentSidecarEntry =
   | { kind: 'address'; address: string; tokenFile?: string }
-  | { kind: 'workspace'; workspace: string; stateDir?: string; sandbox?: 'off' | 'read-only' | 'workspace-write' };
+  | { kind: 'workspace'; workspace: string; stateDir?: string; sandbox?: 'off' | 'read-only' | 'workspace-write'; user?: { uid: number; gid: number } };
 
 /**
  * The most agents one `serve` process takes: a platform's fleet (the fleet simulation runs 1,000),
@@ -21,6 +21,9 @@ const entry = z.union([
     workspace: z.string().min(1).max(4096),
     stateDir: z.string().min(1).max(4096).optional(),
     sandbox: z.enum(['off', 'read-only', 'workspace-write']).optional(),
+    // Another user for the sidecar (and so every command of the model): it cannot read this
+    // controller's data folder or token files, sandbox or not. Numeric, as the kernel takes it.
+    user: z.string().regex(/^\d{1,10}(:\d{1,10})?$/, 'user is "UID" or "UID:GID" (numbers)').optional(),
   }),
 ]);
 const file = z.record(z.string(), entry);
@@ -28,12 +31,13 @@ const file = z.record(z.string(), entry);
 /**
  * Reads `serve --agents FILE`: a JSON object mapping each agent id to its sidecar, either
  * `{"address": "HOST:PORT", "tokenFile": "F"}` (a sidecar that runs already) or
- * `{"workspace": "DIR", "stateDir": "DIR", "sandbox": "off|read-only|workspace-write"}` (one to start
- * over that workspace; `sandbox` is its `--sandbox`, the sidecar's default when absent). Relative paths are
- * read from the file's folder.
+ * `{"workspace": "DIR", "stateDir": "DIR", "sandbox": "off|read-only|workspace-write", "user": "UID[:GID]"}`
+ * (one to start over that workspace; `sandbox` is its `--sandbox`, the sidecar's default when
+ * absent; as that user when `user` is given, and then `stateDir` is required, a folder that user
+ * can write). Relative paths are read from the file's folder.
  *
  * @throws ToolRuntimeError `invalid_request` with a one-line reason: unreadable file, not JSON, an
- *   entry of neither shape, a bad agent id, no agents or more than MAX_AGENTS.
+ *   entry of neither shape, a bad agent id, `user` without `stateDir`, no agents or more than MAX_AGENTS.
  */
 export async function readAgentsFile(path: string): Promise<Map<string, AgentSidecarEntry>> {
   let text: string;
@@ -67,6 +71,10 @@ export async function readAgentsFile(path: string): Promise<Map<string, AgentSid
   const base = dirname(resolve(path));
   const agents = new Map<string, AgentSidecarEntry>();
   for (const [id, value] of Object.entries(parsed.data)) {
+    if ('user' in value && value.user !== undefined && !value.stateDir) {
+      throw new ToolRuntimeError('invalid_request', `the agents file ${path} gives agent "${id}" a user but no stateDir: give a folder that user can write (its home folder may not be)`);
+    }
+    const user = 'user' in value && value.user !== undefined ? parseUser(value.user) : undefined;
     agents.set(
       id,
       'address' in value
@@ -76,8 +84,15 @@ export async function readAgentsFile(path: string): Promise<Map<string, AgentSid
             workspace: resolve(base, value.workspace),
             ...(value.stateDir ? { stateDir: resolve(base, value.stateDir) } : {}),
             ...(value.sandbox ? { sandbox: value.sandbox } : {}),
+            ...(user ? { user } : {}),
           },
     );
   }
   return agents;
+}
+
+/** `UID` or `UID:GID` (the group defaults to the uid's number, as `chown 1001` users expect). */
+function parseUser(text: string): { uid: number; gid: number } {
+  const [uid, gid] = text.split(':');
+  return { uid: Number(uid), gid: Number(gid ?? uid) };
 }

@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { createJsonLogger, errorMessage, type Logger } from '../../../src/index.js';
 import type { ControlReply, ControlRequest } from '../../../src/gen/toolruntime/v1/control_plane.js';
 import { startEmbeddedModel, EMBEDDED_MODEL_NAME } from '../../model/embedded-model.js';
@@ -6,6 +5,7 @@ import { createOpenAIResponsesModel } from '../../model/openai-responses-model.j
 import type { ResponsesModel } from '../../model/responses-model.js';
 import { answerControlRequest, type ControlHooks } from '../answer-control-request.js';
 import { createApprovalOperations } from '../approvals/approval-operations.js';
+import { controlTokenPath, generateControlToken, makeDataDirPrivate, readTokenFile, removeTokenFile, writeTokenFile } from '../auth/control-token.js';
 import { createControlPlaneServer } from '../grpc/control-plane-server.js';
 import { JobRunner } from '../jobs/job-runner.js';
 import { Scheduler } from '../schedules/scheduler.js';
@@ -48,7 +48,7 @@ export async function runServe(io: ServeIo): Promise<number> {
     consoleFlags = taken.console;
     options = parseServeOptions(taken.argv, io.env);
   } catch (error) {
-    io.stderr.write(`error: ${errorMessage(error)}\n\n${SERVE_USAGE}\n`);
+    io.stderr.write(`error: ${errorMessage(error)}\n(npm run controller -- serve --help lists the options)\n`);
     return 2;
   }
   if (options.help) {
@@ -58,11 +58,16 @@ export async function runServe(io: ServeIo): Promise<number> {
   const logger = createJsonLogger({ stream: io.stderr, fields: { component: 'controller' } });
   const cleanups: Array<() => Promise<void>> = [];
   try {
-    const token = options.tokenFile ? await readToken(options.tokenFile) : undefined;
+    // Every RPC needs a token, loopback included: without --token-file one is generated for this
+    // run and written (0600) under the data folder, where local clients find it.
+    const token = options.tokenFile ? await readTokenFile(options.tokenFile) : generateControlToken();
     const agents = await readAgentsFile(options.agentsFile);
-    const store = await openControlPlaneStore({ dataDir: options.dataDir, claimExpirySeconds: options.claimExpirySeconds, ...(options.database ? { database: options.database } : {}) });
+    if (await makeDataDirPrivate(options.dataDir)) logger.warn('the data folder was open to other users: narrowed it to 0700', { dataDir: options.dataDir });
+    const store = await openControlPlaneStore({ dataDir: options.dataDir, claimExpirySeconds: options.claimExpirySeconds, logger, ...(options.database ? { database: options.database } : {}) });
     cleanups.push(() => store.close());
-    const sidecars = await AgentSidecars.start({ agents, signal: io.signal, logger });
+    // The model's commands must not read the store or any token (the generated one is under the data folder).
+    const hide = [options.dataDir, ...(options.tokenFile ? [options.tokenFile] : []), ...(consoleFlags?.tokenFile ? [consoleFlags.tokenFile] : [])];
+    const sidecars = await AgentSidecars.start({ agents, hide, signal: io.signal, logger });
     cleanups.push(() => sidecars.close());
     const model = await createModel(options, cleanups);
 
@@ -76,9 +81,8 @@ export async function runServe(io: ServeIo): Promise<number> {
       turnOptions,
       logger,
       maxRunningTasks: options.maxRunningTasks,
-      // On PostgreSQL a task's claim is a pg-boss job that expires after --claim-expiry-s and cannot
-      // be extended: a task turn ends before then, so a live controller never has its claim taken over.
-      attemptTimeoutMs: options.database ? Math.min(options.taskTimeoutMs, Math.max(1_000, options.claimExpirySeconds * 1000 - 2_000)) : options.taskTimeoutMs,
+      // (On PostgreSQL the runner ends a task turn before its claim expires: the store's claimLifetimeMs.)
+      attemptTimeoutMs: options.taskTimeoutMs,
       ...onTurnEvent,
     });
     const hooks: ControlHooks = { workflowRunner };
@@ -118,12 +122,23 @@ export async function runServe(io: ServeIo): Promise<number> {
       }
       return answerControlRequest({ store, request, hooks });
     };
-    const server = createControlPlaneServer({ answer, approvals: createApprovalOperations(store.approvals), ...(token ? { token } : {}), logger });
+    const server = createControlPlaneServer({
+      answer,
+      approvals: createApprovalOperations(store.approvals),
+      token,
+      ...(store.watchHealth ? { watchStoreHealth: store.watchHealth.bind(store) } : {}),
+      logger,
+    });
     cleanups.push(() => server.close({ graceMs: 1_000 }));
     const address = await server.listen(options.listen);
+    const tokenFile = options.tokenFile ?? controlTokenPath({ dataDir: options.dataDir, kind: 'control-plane', address });
+    if (!options.tokenFile) {
+      await writeTokenFile(tokenFile, token);
+      cleanups.push(() => removeTokenFile(tokenFile, token));
+    }
     if (consoleFlags && feed) {
       const { startServeConsole } = await import('../../console/serve-console.js'); // loaded only with --console
-      const web = await startServeConsole({ flags: consoleFlags, feed, store, agents: () => sidecars.sidecarAddresses(), answer, ...(token ? { serveToken: token } : {}), logger });
+      const web = await startServeConsole({ flags: consoleFlags, feed, store, agents: () => sidecars.sidecarAddresses(), answer, serveToken: token, generated: !options.tokenFile, dataDir: options.dataDir, logger });
       cleanups.push(() => web.close());
     }
     const { resumed } = await jobRunner.start();
@@ -132,8 +147,9 @@ export async function runServe(io: ServeIo): Promise<number> {
     const runningRuns = (await store.workflows.listRuns({ state: 'running', limit: 10_000 })).filter((run) => known.has(run.agentId)).length;
     workflowRunner.serveAgents(known);
     scheduler.start();
-    io.stdout.write(`${JSON.stringify({ event: 'listening', address, dataDir: options.dataDir, agents: sidecars.agentIds, resumedJobs: resumed, runningWorkflowRuns: runningRuns })}\n`);
-    logger.info('controller serving', { address, store: store.location, agents: sidecars.agentIds, auth: token !== undefined });
+    // `store` says which store this is (a SQLite file, or the PostgreSQL URL without its password); dataDir only for SQLite.
+    io.stdout.write(`${JSON.stringify({ event: 'listening', address, tokenFile, store: store.location, ...(options.database ? {} : { dataDir: options.dataDir }), agents: sidecars.agentIds, resumedJobs: resumed, runningWorkflowRuns: runningRuns })}\n`);
+    logger.info('controller serving', { address, store: store.location, agents: sidecars.agentIds, tokenFile });
 
     await new Promise<void>((resolve) => {
       if (io.signal.aborted) resolve();
@@ -173,12 +189,4 @@ async function createModel(options: ServeOptions, cleanups: Array<() => Promise<
     stream: settings.stream,
     includeEncryptedReasoning: !settings.embedded && (!baseURL || new URL(baseURL).hostname === 'api.openai.com'),
   });
-}
-
-async function readToken(path: string): Promise<string> {
-  const token = (await readFile(path, 'utf8').catch((error: unknown) => {
-    throw new Error(`cannot read the token file ${path}: ${errorMessage(error)}`);
-  })).split('\n')[0]?.trim() ?? '';
-  if (token === '') throw new Error(`the token file ${path} is empty`);
-  return token;
 }

@@ -1,4 +1,5 @@
 import { parseCliOptions, type CliOptions } from '../../cli-options.js';
+import { checkHostPort } from '../../../src/cli-usage.js';
 import { ToolRuntimeError } from '../../../src/index.js';
 import { defaultDataDir } from '../store/default-data-dir.js';
 import { resolveDatabaseOption } from '../store/open-control-plane-store.js';
@@ -13,7 +14,7 @@ export interface ServeOptions {
   /** With `database`: how long a claim on a job turn or a task attempt lives before another controller may run it (s). */
   claimExpirySeconds: number;
   agentsFile: string;
-  /** The bearer token ControlPlaneService requires (first line of the file). */
+  /** The bearer token ControlPlaneService requires (first line of the file); absent: generated at start. */
   tokenFile?: string;
   /** On SIGTERM, how long running turns may finish before they are aborted (ms). */
   graceMs: number;
@@ -40,13 +41,15 @@ Runs the control plane as a service: the scheduler, the background job runner an
 runner, and ControlPlaneService (with gRPC health and reflection) on --listen.
 
 Options:
-  --listen ADDR              where to serve (default 127.0.0.1:7400; a non-loopback address needs --token-file)
+  --listen ADDR              where to serve (default 127.0.0.1:7400; unix:PATH for a socket only this user can open)
   --data-dir DIR             the store's folder (default ~/.local/state/tools-runtime/controller)
   --database URL             postgres://... : a PostgreSQL store shared with other controllers (default DATABASE_URL; neither: SQLite in --data-dir)
   --claim-expiry-s N         with PostgreSQL: a job turn or workflow task attempt claimed by a controller that died runs
                              elsewhere after N s (default 900; the same on every controller, longer than any turn)
   --agents FILE              JSON: {"AGENT_ID": {"address": "HOST:PORT", "tokenFile": "F"} | {"workspace": "DIR"}, ...}
-  --token-file FILE          require "authorization: Bearer <first line of FILE>" on every RPC
+  --token-file FILE          the token every RPC needs ("authorization: Bearer <first line of FILE>"); without it a
+                             token is generated at start and written 0600 to DATA_DIR/tokens/control-plane-ADDR.token,
+                             where \`approvals\` finds it (removed at exit)
   --grace-ms N               on SIGTERM, let running turns finish for N ms before aborting them (default 10000)
   --max-running-jobs N       background jobs of one agent running at once (default 2)
   --job-timeout-ms N         abort a job's (or scheduled) turn that runs longer, failing the job (default 1800000)
@@ -101,11 +104,13 @@ export function parseServeOptions(argv: string[], env: NodeJS.ProcessEnv): Serve
   if (approve !== 'never' && approve !== 'destructive' && approve !== 'all') {
     throw new ToolRuntimeError('invalid_request', `--approve must be "never", "destructive" or "all", not "${approve}"`);
   }
+  const listen = values.get('--listen') ?? '127.0.0.1:7400';
+  checkHostPort(listen, '--listen', { unix: true, example: '127.0.0.1:7400' });
   return {
     help,
     approve,
     approvalTimeoutMs: count(values, '--approval-timeout-ms', 3_600_000, 1),
-    listen: values.get('--listen') ?? '127.0.0.1:7400',
+    listen,
     dataDir: values.get('--data-dir') ?? defaultDataDir(),
     ...databaseOption(values.get('--database'), env),
     claimExpirySeconds: count(values, '--claim-expiry-s', 900, 1),

@@ -3,6 +3,12 @@ import type { JobStore } from './job-store.js';
 import type { ScheduleStore } from './schedule-store.js';
 import type { WorkflowStore } from './workflow-store.js';
 
+/** Whether the store's database answers: `reason` says why not. */
+export interface StoreHealth {
+  ok: boolean;
+  reason?: string;
+}
+
 /**
  * The control plane's durable state, composed of one part per domain. Every method is async and
  * speaks domain types only (no SQL, no driver types), so the embedded SQLite store and a later
@@ -15,6 +21,12 @@ export interface ControlPlaneStore {
   readonly approvals: ApprovalStore;
   /** Where the store lives, for logs (a file path, a redacted URL). */
   readonly location: string;
+  /**
+   * Where the store has a server it can lose (PostgreSQL): calls `listener` with the database's
+   * health at once and at each change (a probe runs every few seconds and after each connection
+   * error); returns the function that stops calling it. Absent for the embedded SQLite file.
+   */
+  watchHealth?(listener: (health: StoreHealth) => void): () => void;
   /** Closes the store; later calls fail. Idempotent. */
   close(): Promise<void>;
 }

@@ -1,3 +1,4 @@
+import type { Logger } from '../../../src/index.js';
 import type { ControlPlaneStore } from './control-plane-store.js';
 import { isPostgresUrl, openPostgresStore } from './postgres/open-postgres-store.js';
 import { openSqliteStore } from './sqlite/open-sqlite-store.js';
@@ -15,6 +16,8 @@ export interface OpenControlPlaneStoreOptions {
   claimExpirySeconds?: number;
   now?: () => Date;
   newId?: () => string;
+  /** PostgreSQL only: where connection errors and a lost or regained database are logged. */
+  logger?: Logger;
 }
 
 /**
@@ -28,7 +31,7 @@ export interface OpenControlPlaneStoreOptions {
 export async function openControlPlaneStore(options: OpenControlPlaneStoreOptions): Promise<ControlPlaneStore> {
   const extra = { ...(options.now ? { now: options.now } : {}), ...(options.newId ? { newId: options.newId } : {}) };
   if (options.database) {
-    return openPostgresStore({ url: options.database, ...extra, ...(options.claimExpirySeconds ? { claimExpirySeconds: options.claimExpirySeconds } : {}) });
+    return openPostgresStore({ url: options.database, ...extra, ...(options.logger ? { logger: options.logger } : {}), ...(options.claimExpirySeconds ? { claimExpirySeconds: options.claimExpirySeconds } : {}) });
   }
   return openSqliteStore({ dataDir: options.dataDir, ...extra });
 }

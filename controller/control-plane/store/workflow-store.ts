@@ -137,6 +137,12 @@ export interface WorkflowStore {
    * returned was taken over or its run ended: the runner stops that attempt.
    */
   renewClaims(input: { owner: string; leaseMs: number; claims: readonly TaskClaim[] }): Promise<TaskClaim[]>;
+  /**
+   * Set where a claim cannot be renewed (PostgreSQL: a pg-boss job expires this long after it was
+   * claimed, whatever the runner does): how long a claim lasts (ms). A runner ends a task turn
+   * before then, or another runner would take the task over from a live one.
+   */
+  readonly claimLifetimeMs?: number;
   /** The runners that hold the claim of some running task (to find the ones that are gone). */
   claimOwners(): Promise<string[]>;
   /**

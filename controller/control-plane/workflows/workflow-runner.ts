@@ -35,7 +35,7 @@ export interface WorkflowRunnerOptions {
   pollMs?: number;
   /** Task turns this runner runs at once, over all runs (default 16); each run's max_parallel holds as well. */
   maxRunningTasks?: number;
-  /** A task turn running longer is aborted and its attempt fails (default 30 min). */
+  /** A task turn running longer is aborted and its attempt fails (default 30 min; shorter where the store's claims expire sooner: `claimLifetimeMs`). */
   attemptTimeoutMs?: number;
   /** Passed to each task turn's loop. */
   turnOptions?: Pick<RunTurnOptions, 'toolSearch' | 'flattenNamespaces' | 'maxModelCalls' | 'callDeadlineMs'>;
@@ -102,7 +102,10 @@ export class WorkflowRunner implements WorkflowRunnerHook {
     this.leaseMs = options.leaseMs ?? 30_000;
     this.pollMs = Math.max(20, Math.min(options.pollMs ?? 1_000, Math.floor(this.leaseMs / 3)));
     this.maxRunningTasks = options.maxRunningTasks ?? 16;
-    this.attemptTimeoutMs = options.attemptTimeoutMs ?? 1_800_000;
+    // Where the store's claims cannot be renewed (PostgreSQL), a task turn ends 2 s before its claim
+    // expires, so a live runner never has its task taken over; every caller of the runner gets this.
+    const lifetimeMs = options.store.workflows.claimLifetimeMs;
+    this.attemptTimeoutMs = Math.min(options.attemptTimeoutMs ?? 1_800_000, lifetimeMs !== undefined ? Math.max(1_000, lifetimeMs - 2_000) : Number.POSITIVE_INFINITY);
     this.logger = options.logger ?? silentLogger;
   }
 

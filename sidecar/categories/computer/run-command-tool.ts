@@ -24,6 +24,15 @@ const schema = z.object({
     .describe(`Kill the command after this many milliseconds (default ${DEFAULT_COMMAND_TIMEOUT_MS}).`),
 });
 
+const unsandboxedSchema = schema.extend({
+  unsandboxed: z
+    .boolean()
+    .optional()
+    .describe(
+      'Run this one command outside the sandbox (full file system, network, the sidecar\'s rights). Every such call waits for a person\'s approval; ask only when the sandbox stops a needed step, and say why.',
+    ),
+});
+
 /** What run_command records in its result's details. */
 export interface RunCommandDetails {
   exitCode: number | null;
@@ -31,6 +40,8 @@ export interface RunCommandDetails {
   timedOut: boolean;
   durationMs: number;
   cutChars: number;
+  /** True when it ran outside the sandbox (approved). */
+  unsandboxed?: boolean;
 }
 
 function short(command: string): string {
@@ -45,16 +56,26 @@ function short(command: string): string {
  * A timeout (its own, or the call's signal) kills the whole process group. On the call's abort it
  * throws `aborted` once the group is dead; on its own timeout it returns the output so far.
  */
-export function createRunCommandTool(options: { config: SidecarConfig; policy: SandboxPolicy; killGraceMs?: number }): WorkerAgentTool<z.output<typeof schema>> {
+export function createRunCommandTool(options: {
+  config: SidecarConfig;
+  policy: SandboxPolicy;
+  /** Offer `unsandboxed: true` (the operator's --allow-unsandboxed, and a turn that did not tighten the sandbox). */
+  offerUnsandboxed?: boolean;
+  killGraceMs?: number;
+}): WorkerAgentTool<z.output<typeof unsandboxedSchema>> {
   const { config, policy } = options;
-  return defineWorkerTool({
+  const offerUnsandboxed = options.offerUnsandboxed === true && policy.mode !== 'off';
+  const unconfined: SandboxPolicy = { ...policy, mode: 'off', network: { mode: 'on' } };
+  return defineWorkerTool<typeof unsandboxedSchema>({
     name: 'run_command',
     description:
       'Run a shell command (/bin/sh -c) in the workspace and return its exit code and output (stdout and stderr interleaved; long output keeps its head and tail). stdin is closed: the command must not wait for input.',
-    schema,
+    schema: (offerUnsandboxed ? unsandboxedSchema : schema) as typeof unsandboxedSchema,
     executionMode: 'sequential',
     isDestructive: true,
-    describeActivity: (params) => `Running \`${short(params.command)}\``,
+    // Nothing runs outside the operator's sandbox without a person saying yes, whatever the turn's policy.
+    ...(offerUnsandboxed ? { alwaysAsks: (params: { unsandboxed?: boolean }) => params.unsandboxed === true } : {}),
+    describeActivity: (params) => `Running \`${short(params.command)}\`${offerUnsandboxed && params.unsandboxed ? ' OUTSIDE the sandbox' : ''}`,
     describeCompletedActivity: (params, result) => {
       const details = result.details as RunCommandDetails | undefined;
       if (!details) return `Ran \`${short(params.command)}\``;
@@ -69,7 +90,7 @@ export function createRunCommandTool(options: { config: SidecarConfig; policy: S
       const timeout = AbortSignal.timeout(timeoutMs);
       const outcome = await runProcess({
         command: params.command,
-        policy,
+        policy: offerUnsandboxed && params.unsandboxed ? unconfined : policy,
         cwd,
         env: { ...commandEnv({ allowList: config.commandEnvAllowList, extra: config.commandEnv }), ...instanceEnv() },
         signal: AbortSignal.any([context.signal, timeout]),
@@ -95,6 +116,7 @@ export function createRunCommandTool(options: { config: SidecarConfig; policy: S
         timedOut,
         durationMs: Math.round(outcome.durationMs),
         cutChars,
+        ...(offerUnsandboxed && params.unsandboxed ? { unsandboxed: true } : {}),
       };
       return textResult(`${header}\n${shown.text === '' ? '(no output)' : shown.text}`, { details });
     },

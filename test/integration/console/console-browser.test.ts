@@ -11,7 +11,7 @@ import { startConsoleServer } from '../../../controller/console/console-server.j
 import { TurnFeed } from '../../../controller/console/turn-feed.js';
 import { JobState } from '../../../src/gen/toolruntime/v1/control_plane.js';
 import { startScriptedAgentModel, type ScriptedAgentModel } from '../../fakes/scripted-agent-model.js';
-import { controlPlaneClient, until } from '../../fixtures/control-plane-client.js';
+import { controlPlaneClient, generatedToken, until } from '../../fixtures/control-plane-client.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
 import { requireSystemTools } from '../../fixtures/system-tools.js';
 import { testSandboxMode } from '../../fixtures/test-sandbox.js';
@@ -30,6 +30,7 @@ let dir: string;
 let model: ScriptedAgentModel;
 let serve: StartedSidecar;
 let consoleUrl: string;
+let consoleToken: string;
 let browser: Browser;
 let page: Page;
 let client: ReturnType<typeof controlPlaneClient>;
@@ -60,12 +61,18 @@ describe('the web console in Chromium', needs, () => {
       timeoutMs: 60_000,
     });
     const logged = await until(async () => serve.stderr(), (text) => /"console serving"/.test(text), 'the console line', 30_000);
-    consoleUrl = /"url":"(http:[^"]+)"/.exec(logged.split('\n').find((line) => line.includes('console serving'))!)![1]!;
-    client = controlPlaneClient(serve.address);
+    // serve generated its token: the console's address is logged once with it in the fragment.
+    const link = /"url":"(http:[^"]+)"/.exec(logged.split('\n').find((line) => line.includes('console serving'))!)![1]!;
+    [consoleUrl, consoleToken] = link.split('#token=') as [string, string];
+    expect(consoleToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    client = controlPlaneClient(serve.address, generatedToken(join(dir, 'data'), serve.address));
     browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    await page.goto(consoleUrl);
+    await page.goto(link);
     await page.locator('#status[data-state="live"]').waitFor({ timeout: 30_000 });
+    // The page moved the token to its storage and out of the address bar.
+    expect(page.url()).toBe(consoleUrl);
+    expect(await page.evaluate(`localStorage.getItem('console-token')`)).toBe(consoleToken);
   }, 120_000);
 
   afterAll(async () => {
@@ -113,6 +120,11 @@ describe('the web console in Chromium', needs, () => {
 
     const finished = await until(() => client.showJob({ agentId: 'agent-a', jobId: job.jobId }), (reply) => reply.job!.state === JobState.JOB_STATE_SUCCEEDED, 'the approved job');
     expect(finished.job!.finalText).toContain('done: console-live');
+    // A reload at the bare address stays signed in (the token is in storage), and the token was
+    // written to serve's log once only: the line that printed the address.
+    await page.goto(consoleUrl);
+    await page.locator('#status[data-state="live"]').waitFor({ timeout: 30_000 });
+    expect(serve.stderr().split(consoleToken).length - 1).toBe(1);
   }, 180_000);
 
   it('shows a workflow run\'s tasks as a graph turning committed, the agents\' health, todos, schedules and jobs', async () => {
@@ -156,7 +168,7 @@ describe('the web console in Chromium', needs, () => {
     expect(cancelled.job!.state).toBe(JobState.JOB_STATE_CANCELLED);
   }, 180_000);
 
-  it('with a token, the page asks for it, then follows the turns live', async () => {
+  it('without its token, the page asks for it, then follows the turns live', async () => {
     const feed = new TurnFeed();
     const server = await startConsoleServer({ address: '127.0.0.1:0', token: 'page-token-1234', feed, agents: () => [{ agentId: 'solo' }] });
     const guarded = await browser.newPage();
@@ -179,8 +191,10 @@ describe('the web console in Chromium', needs, () => {
     expect((await approve({ origin: 'http://evil.example' })).status).toBe(403);
     expect((await approve({ 'sec-fetch-site': 'cross-site' })).status).toBe(403);
     expect((await approve({ 'content-type': 'text/plain' })).status).toBe(403);
-    expect((await approve({})).status).toBe(404);
-    const response = await fetch(`${consoleUrl}api/state`);
+    expect((await approve({})).status).toBe(401);
+    expect((await approve({ authorization: `Bearer ${consoleToken}` })).status).toBe(404);
+    const response = await fetch(`${consoleUrl}api/state`, { headers: { authorization: `Bearer ${consoleToken}` } });
+    expect(response.status).toBe(200);
     expect(response.headers.get('access-control-allow-origin')).toBeNull();
     // A page of another origin, in the browser: its fetch is refused (no CORS headers are sent).
     const other = await browser.newPage();

@@ -9,6 +9,7 @@ import { functionCallItem, messageItem } from '../../../controller/model/respons
 import type { ResponseItem } from '../../../controller/model/responses-model.js';
 import { ControlPlaneServiceClient, JobState, type Job } from '../../../src/gen/toolruntime/v1/control_plane.js';
 import { startScriptedResponsesServer, type ScriptedResponsesServer } from '../../fakes/scripted-responses-server.js';
+import { generatedToken } from '../../fixtures/control-plane-client.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'serve-approvals-'));
@@ -16,6 +17,7 @@ const workspace = join(dir, 'workspace');
 let model: ScriptedResponsesServer;
 let serve: StartedSidecar;
 let client: ControlPlaneServiceClient;
+const metadata = new grpc.Metadata();
 
 const write = (callId: string, path: string) =>
   ({ output: [functionCallItem({ callId, name: 'write_file', arguments: JSON.stringify({ path, content: `written by ${callId}` }) })] as ResponseItem[] });
@@ -38,6 +40,8 @@ beforeAll(async () => {
     timeoutMs: 60_000,
   });
   client = new ControlPlaneServiceClient(serve.address, grpc.credentials.createInsecure());
+  // The token serve generated (no --token-file), where `approvals` finds it too.
+  metadata.set('authorization', `Bearer ${generatedToken(join(dir, 'data'), serve.address)}`);
 }, 90_000);
 afterAll(async () => {
   client?.close();
@@ -47,9 +51,9 @@ afterAll(async () => {
 });
 
 const startJob = (prompt: string) =>
-  new Promise<Job>((resolve, reject) => client.startJob({ agentId: 'agent-x', prompt }, (error, response) => (error ? reject(error) : resolve(response.job!))));
+  new Promise<Job>((resolve, reject) => client.startJob({ agentId: 'agent-x', prompt }, metadata, (error, response) => (error ? reject(error) : resolve(response.job!))));
 const showJob = (jobId: string) =>
-  new Promise<Job>((resolve, reject) => client.showJob({ agentId: 'agent-x', jobId }, (error, response) => (error ? reject(error) : resolve(response.job!))));
+  new Promise<Job>((resolve, reject) => client.showJob({ agentId: 'agent-x', jobId }, metadata, (error, response) => (error ? reject(error) : resolve(response.job!))));
 
 /** Runs `approvals ...` as the CLI does (the command's own code, in process), returning code and output. */
 async function approvals(...args: string[]) {
@@ -59,7 +63,7 @@ async function approvals(...args: string[]) {
   let err = '';
   stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
   stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
-  const code = await runApprovalsCommand([...args, '--address', serve.address], { argv: args, env: {}, stdout, stderr, signal: AbortSignal.timeout(20_000) });
+  const code = await runApprovalsCommand([...args, '--address', serve.address, '--data-dir', join(dir, 'data')], { argv: args, env: {}, stdout, stderr, signal: AbortSignal.timeout(20_000) });
   return { code, stdout: out, stderr: err };
 }
 
@@ -77,7 +81,7 @@ const pendingApproval = () =>
   until(async () => {
     const listed = await approvals('list', '--json');
     const first = listed.stdout.trim().split('\n').filter(Boolean)[0];
-    return first ? (JSON.parse(first) as { approvalId: string; state: string; toolName: string; parametersJson: string; destructive: boolean; agentId: string }) : undefined;
+    return first ? (JSON.parse(first) as { approval_id: string; state: string; tool_name: string; parameters_json: string; destructive: boolean; agent_id: string }) : undefined;
   }, 'a pending approval');
 
 const finished = (jobId: string) =>
@@ -90,19 +94,20 @@ describe('stored approvals under controller serve', () => {
   it('a background job\'s destructive call waits as a pending approval; approved from the CLI, it runs and the job finishes', async () => {
     const job = await startJob('write the approved file');
     const pending = await pendingApproval();
-    expect(pending).toMatchObject({ state: 'pending', toolName: 'write_file', destructive: true, agentId: 'agent-x' });
-    expect(JSON.parse(pending.parametersJson)).toEqual({ path: 'approved.txt', content: 'written by c1' });
+    // --json speaks the proto's snake_case field names, as `workflow list` does.
+    expect(pending).toMatchObject({ state: 'pending', tool_name: 'write_file', destructive: true, agent_id: 'agent-x' });
+    expect(JSON.parse(pending.parameters_json)).toEqual({ path: 'approved.txt', content: 'written by c1' });
     expect(existsSync(join(workspace, 'approved.txt'))).toBe(false);
     expect((await showJob(job.jobId)).state).toBe(JobState.JOB_STATE_RUNNING);
 
-    const approved = await approvals('approve', pending.approvalId, '--reason', 'fine by me');
+    const approved = await approvals('approve', pending.approval_id, '--reason', 'fine by me');
     expect(approved.code, approved.stderr).toBe(0);
-    expect(approved.stdout).toContain(`${pending.approvalId}  approved`);
+    expect(approved.stdout).toContain(`${pending.approval_id}  approved`);
     const done = await finished(job.jobId);
     expect(done.state).toBe(JobState.JOB_STATE_SUCCEEDED);
     expect(readFileSync(join(workspace, 'approved.txt'), 'utf8')).toBe('written by c1');
 
-    const again = await approvals('deny', pending.approvalId);
+    const again = await approvals('deny', pending.approval_id);
     expect(again.code).toBe(1);
     expect(again.stderr).toContain('is no longer pending: it is approved');
     expect((await approvals('list')).stdout).toContain('no pending approvals');
@@ -111,7 +116,8 @@ describe('stored approvals under controller serve', () => {
   it('denied from the CLI, the tool never runs and the model reads the reason', async () => {
     const job = await startJob('write the denied file');
     const pending = await pendingApproval();
-    const denied = await approvals('deny', pending.approvalId, '--reason', 'not in production');
+    // A prefix of the id, as people copy it shortened.
+    const denied = await approvals('deny', pending.approval_id.slice(0, 8), '--reason', 'not in production');
     expect(denied.code, denied.stderr).toBe(0);
     const done = await finished(job.jobId);
     expect(done.finalText).toContain('Error (denied)');

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobState, type Job } from '../../../src/gen/toolruntime/v1/control_plane.js';
 import { startScriptedAgentModel, type ScriptedAgentModel } from '../../fakes/scripted-agent-model.js';
 import { askControlPlane, tempStore } from '../../fixtures/ask-control-plane.js';
-import { controlPlaneClient, until } from '../../fixtures/control-plane-client.js';
+import { controlPlaneClient, generatedToken, until } from '../../fixtures/control-plane-client.js';
 import { startServe as startServeProcess } from '../../fixtures/start-serve.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
 
@@ -40,8 +40,13 @@ async function startServe(options: { dataDir: string; agents: string; args?: str
     env: { OPENAI_API_KEY: '', OPENAI_BASE_URL: '' },
   });
   started.push(serve);
+  dataDirs.set(serve, options.dataDir);
   return serve;
 }
+
+const dataDirs = new WeakMap<StartedSidecar, string>();
+/** An operator's client of a serve started without --token-file: the token it generated, read as `approvals` reads it. */
+const clientOf = (serve: StartedSidecar) => controlPlaneClient(serve.address, generatedToken(dataDirs.get(serve)!, serve.address));
 
 const soon = (ms: number) => new Date(Date.now() + ms).toISOString();
 const jobsWith = (jobs: Job[], text: string) => jobs.filter((job) => job.prompt.includes(text));
@@ -99,7 +104,7 @@ describe('controller serve', () => {
     const dataDir = join(dir, 'data-restart');
     const agents = agentsFile();
     const first = await startServe({ dataDir, agents });
-    let client = controlPlaneClient(first.address);
+    let client = clientOf(first);
     const once = (await client.createSchedule({ agentId: 'agent-a', prompt: 'scheduled-once', at: soon(1_500) })).schedule!;
     await until(() => client.listJobs({ agentId: 'agent-a' }), (r) => jobsWith(r.jobs, 'scheduled-once').some((job) => job.state === JobState.JOB_STATE_SUCCEEDED), 'the firing to finish');
     const hanging = (await client.createSchedule({ agentId: 'agent-a', prompt: 'scheduled-hang HANG-UNTIL-RELEASED', at: soon(1_000) })).schedule!;
@@ -109,7 +114,7 @@ describe('controller serve', () => {
     model.release();
 
     const second = await startServe({ dataDir, agents });
-    client = controlPlaneClient(second.address);
+    client = clientOf(second);
     try {
       // A barrier: a later schedule fires only after every earlier due one was looked at.
       await client.createSchedule({ agentId: 'agent-a', prompt: 'barrier-after-restart', at: soon(1_500) });
@@ -137,7 +142,7 @@ describe('controller serve', () => {
     await askControlPlane(store, 'agent-a', 'createSchedule', { agentId: '', prompt: 'missed-daily', cron: '0 3 * * *', at: '', timeZone: 'UTC' }, { schedulesAndJobs: { clock: () => tenDaysAgo } });
     await store.close();
     const serve = await startServe({ dataDir: data.dataDir, agents: agentsFile() });
-    const client = controlPlaneClient(serve.address);
+    const client = clientOf(serve);
     try {
       await model.waitForTurns('missed-daily', 1);
       const [schedule] = (await until(() => client.listSchedules({ agentId: 'agent-a' }), (r) => r.schedules[0]?.firedCount === 1, 'the catch-up firing')).schedules;
@@ -158,7 +163,7 @@ describe('controller serve', () => {
 
   it('a job cannot start a job (its turn has no job tools); a scheduled turn can', async () => {
     const serve = await startServe({ dataDir: join(dir, 'data-spawn'), agents: agentsFile() });
-    const client = controlPlaneClient(serve.address);
+    const client = clientOf(serve);
     try {
       const job = (await client.startJob({ agentId: 'agent-a', prompt: 'spawn-attempt\nCALL job_start {"prompt":"child of a job"}' })).job!;
       const done = await until(() => client.showJob({ agentId: 'agent-a', jobId: job.jobId }), (r) => r.job!.state === JobState.JOB_STATE_SUCCEEDED, 'the spawning job');
@@ -185,7 +190,7 @@ describe('controller serve', () => {
   it("keeps another agent's workflow, schedule and job invisible and untouchable to this agent's tools; a job turn is bounded", async () => {
     // The probe calls destructive tools (job_cancel, schedule_delete, workflow_cancel): no operator here to approve them.
     const serve = await startServe({ dataDir: join(dir, 'data-isolation'), agents: agentsFile(), args: ['--grace-ms', '200', '--job-timeout-ms', '8000', '--approve', 'never'] });
-    const client = controlPlaneClient(serve.address);
+    const client = clientOf(serve);
     try {
       const schedule = (await client.createSchedule({ agentId: 'agent-a', prompt: 'a-daily', cron: '0 3 * * *' })).schedule!;
       const job = (await client.startJob({ agentId: 'agent-a', prompt: 'a-job HANG-FOREVER' })).job!;
@@ -231,13 +236,13 @@ describe('controller serve', () => {
     const dataDir = join(dir, 'data-sigterm');
     const agents = agentsFile();
     const first = await startServe({ dataDir, agents, args: ['--grace-ms', '300'] });
-    let client = controlPlaneClient(first.address);
+    let client = clientOf(first);
     const job = (await client.startJob({ agentId: 'agent-b', prompt: 'graceful HANG-ONCE' })).job!;
     await model.waitForTurns('graceful', 1);
     client.close();
     expect(await first.stop('SIGTERM')).toBe(0);
     const second = await startServe({ dataDir, agents });
-    client = controlPlaneClient(second.address);
+    client = clientOf(second);
     try {
       const done = await until(() => client.showJob({ agentId: 'agent-b', jobId: job.jobId }), (r) => r.job!.state === JobState.JOB_STATE_SUCCEEDED, 'the resumed job');
       expect(done.job!.finalText).toBe('done: graceful HANG-ONCE');
@@ -252,7 +257,7 @@ describe('controller serve', () => {
     const dataDir = join(dir, 'data-workflow');
     const agents = agentsFile();
     const first = await startServe({ dataDir, agents });
-    let client = controlPlaneClient(first.address);
+    let client = clientOf(first);
     const schema = JSON.stringify({ type: 'object', properties: { task: { type: 'string' } }, required: ['task'], additionalProperties: false });
     const task = (id: string, prompt: string, dependsOn: string[] = []) => ({ id, prompt, resultSchemaJson: schema, dependsOn, maxAttempts: 2 });
     const run = (
@@ -270,7 +275,7 @@ describe('controller serve', () => {
     await first.stop('SIGKILL');
 
     const second = await startServe({ dataDir, agents });
-    client = controlPlaneClient(second.address);
+    client = clientOf(second);
     try {
       const after = (await until(() => client.showWorkflow({ agentId: 'agent-a', runId: run.runId }), (r) => r.run!.state !== 1, 'the resumed run to finish')).run!;
       expect(after.state).toBe(2);

@@ -9,6 +9,7 @@ import { openSqliteStore } from '../../../controller/control-plane/store/sqlite/
 import type { ResponseItem } from '../../../controller/model/responses-model.js';
 import { functionCallItem } from '../../../controller/model/responses-wire.js';
 import { startScriptedResponsesServer, type ScriptStep } from '../../fakes/scripted-responses-server.js';
+import { until } from '../../fixtures/control-plane-client.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
 import { requirePostgres, startPostgresCluster } from '../../fixtures/postgres-cluster.js';
 import { openPostgresStore } from '../../../controller/control-plane/store/postgres/open-postgres-store.js';
@@ -27,11 +28,12 @@ afterAll(async () => {
 });
 
 /** Starts `npm run controller -- ARGS` as its own process group (tsx and its node child). */
-function controller(args: string[]) {
+function controller(args: string[], extraEnv: NodeJS.ProcessEnv = {}) {
   const env: NodeJS.ProcessEnv = { ...process.env };
   delete env.OPENAI_API_KEY;
   delete env.OPENAI_BASE_URL;
   delete env.DATABASE_URL;
+  Object.assign(env, extraEnv);
   const child = spawn(`${root}node_modules/.bin/tsx`, [`${root}controller/control-plane-main.ts`, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let stdout = '';
   let stderr = '';
@@ -164,4 +166,35 @@ describe('the operator\'s workflow commands on PostgreSQL', requirePostgres('the
       await cluster.stop();
     }
   }, 120_000);
+
+  it('one rule for every command: DATABASE_URL selects PostgreSQL for workflow run, list and serve alike', async () => {
+    const cluster = await startPostgresCluster();
+    try {
+      const url = await cluster.createDatabase('one_rule');
+      const file = writeWorkflow('pg-run.json', { name: 'on-postgres', tasks: [{ id: 'a', prompt: 'first', result_schema: schema }] });
+      // No --data-dir, no --database: DATABASE_URL alone, as an operator exports it.
+      const run = controller(['workflow', 'run', file, '--sidecar', sidecar.address, '--embedded'], { DATABASE_URL: url });
+      expect(await run.exited, run.err()).toBe(0);
+      expect(run.err()).toMatch(/store postgres:\/\//);
+      const list = controller(['workflow', 'list'], { DATABASE_URL: url });
+      expect(await list.exited, list.err()).toBe(0);
+      expect(list.out().trim().split('\n').map((line) => (JSON.parse(line) as { name: string; state: string })).map((r) => [r.name, r.state])).toEqual([['on-postgres', 'succeeded']]);
+      // The flag wins over the variable, for workflow run too (it used to refuse --database).
+      const flagged = controller(['workflow', 'run', file, '--sidecar', sidecar.address, '--embedded', '--database', url], { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' });
+      expect(await flagged.exited, flagged.err()).toBe(0);
+      // serve's listening line names the store it uses, not a SQLite folder it does not.
+      const agents = writeWorkflow('pg-agents.json', { 'agent-a': { address: sidecar.address } });
+      const serve = controller(['serve', '--listen', '127.0.0.1:0', '--agents', agents, '--embedded'], { DATABASE_URL: url });
+      try {
+        const listening = await until(async () => serve.out(), (out) => out.includes('"listening"') || serve.child.exitCode !== null, 'the listening line');
+        const line = JSON.parse(listening.split('\n').find((l) => l.includes('"listening"'))!) as Record<string, unknown>;
+        expect(line.store).toMatch(/^postgres:\/\/.*one_rule/);
+        expect(line).not.toHaveProperty('dataDir');
+      } finally {
+        serve.kill();
+      }
+    } finally {
+      await cluster.stop();
+    }
+  }, 180_000);
 });

@@ -31,12 +31,17 @@ describe('startEarlySidecar', () => {
     expect(children.length).toBeGreaterThan(0);
 
     const lines: string[] = [];
-    const { address } = await early!.adopt((line) => lines.push(line));
+    const { address, token } = await early!.adopt((line) => lines.push(line));
+    // The spawned sidecar wants the token generated for it: nobody else on the machine has it.
+    expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(lines).toHaveLength(1);
     const workspace = /over (.+)$/.exec(lines[0]!)?.[1];
     expect(workspace && readdirSync(workspace).sort()).toContain('README.md');
 
-    const client = createSidecarClient({ address });
+    const stranger = createSidecarClient({ address });
+    await expect(stranger.openTurn({ agentId: 'other', turnId: 'x1' }, { signal: AbortSignal.timeout(30_000) })).rejects.toThrow(/UNAUTHENTICATED|token|authorization/i);
+    stranger.close();
+    const client = createSidecarClient({ address, token: token! });
     try {
       const turn = await client.openTurn({ agentId: 'early', turnId: 'e1' }, { signal: AbortSignal.timeout(30_000) });
       const result = await turn.call({ callId: 'c1', name: 'read_file', argumentsJson: '{"path": "README.md"}' }).result;

@@ -9,7 +9,7 @@ import type { ResponseItem } from '../../../controller/model/responses-model.js'
 import { startScriptedResponsesServer, type ScriptedResponsesServer } from '../../fakes/scripted-responses-server.js';
 import { descendantsOf, stillRunning, waitFor, type ProcessEntry } from '../../fixtures/process-tree.js';
 import { startServe } from '../../fixtures/start-serve.js';
-import { createClient, openTurn } from '../sidecar/turn-driver.js';
+import { controlPlaneClient, generatedToken } from '../../fixtures/control-plane-client.js';
 import { testSandboxMode } from '../../fixtures/test-sandbox.js';
 
 // A sidecar a controller spawned dies with that controller, however it dies: SIGKILL runs no
@@ -85,22 +85,23 @@ describe('a spawned sidecar dies with its controller', () => {
     const workspace = mkdtempSync(join(dir, 'serve-'));
     const agents = join(dir, 'agents.json');
     writeFileSync(agents, JSON.stringify({ 'agent-w': { workspace, stateDir: join(dir, 'serve-state'), sandbox: testSandboxMode() } }));
-    const model = await startScriptedResponsesServer({ steps: [] });
+    // The job's turn keeps a command running on that sidecar (the sidecar takes only serve's token).
+    const model = await startScriptedResponsesServer({
+      steps: [
+        { output: [functionCallItem({ callId: 'c1', name: 'run_command', arguments: JSON.stringify({ command: longCommand, timeout_ms: 600_000 }) })] as ResponseItem[] },
+        { hang: true },
+      ],
+    });
     servers.push(model);
+    const dataDir = join(dir, 'serve-data');
     const serve = await startServe({
-      args: ['--listen', '127.0.0.1:0', '--data-dir', join(dir, 'serve-data'), '--agents', agents, '--base-url', model.baseURL],
+      args: ['--listen', '127.0.0.1:0', '--data-dir', dataDir, '--agents', agents, '--base-url', model.baseURL, '--no-stream', '--approve', 'never'],
       env: { OPENAI_API_KEY: '', OPENAI_BASE_URL: '' },
     });
-    let client: ReturnType<typeof createClient> | undefined;
+    let client: ReturnType<typeof controlPlaneClient> | undefined;
     try {
-      // Logged before serve prints its listening line, but on another pipe: it may arrive later.
-      const line = await waitFor(() => serve.stderr().split('\n').find((entry) => entry.includes('"sidecar started"')), 30_000);
-      const address = line ? (JSON.parse(line) as { address: string }).address : undefined;
-      expect(address, serve.stderr()).toMatch(/^127\.0\.0\.1:\d+$/);
-      // A client of the test's own keeps a command running on that sidecar.
-      client = createClient(address!);
-      const turn = await openTurn(client, 'agent-w');
-      void turn.call('long', 'run_command', { command: longCommand, timeout_ms: 600_000 });
+      client = controlPlaneClient(serve.address, generatedToken(dataDir, serve.address));
+      await client.startJob({ agentId: 'agent-w', prompt: 'keep a command running' });
       const spawned = await waitFor(() => {
         const found = descendantsOf(serve.child.pid!);
         return found.filter((entry) => entry.command === 'sleep 300').length >= 2 ? found : undefined;

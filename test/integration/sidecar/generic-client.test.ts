@@ -1,9 +1,8 @@
 // Drives the sidecar the way a client in another language would: from the .proto file alone
 // (through @grpc/proto-loader, no generated code), plus the generic health and reflection services.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -11,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
-const require = createRequire(import.meta.url);
-const reflectionProtoRoot = join(dirname(require.resolve('@grpc/reflection/package.json')), 'build', 'proto');
+// gRPC's reflection.proto, as the project keeps it (proto/grpc/reflection/).
+const reflectionProtoRoot = fileURLToPath(new URL('../../../proto/', import.meta.url));
 const healthProto = join(root, 'proto', 'grpc', 'health', 'v1', 'health.proto');
 
 type AnyClient = grpc.Client & Record<string, (...args: unknown[]) => unknown>;

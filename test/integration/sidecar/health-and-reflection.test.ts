@@ -1,9 +1,8 @@
 // grpc.health.v1 is served from code generated from gRPC's health.proto and reflection is loaded on
 // its first request: both must still behave as generic clients (grpcurl, load balancers) expect.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -11,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
-const require = createRequire(import.meta.url);
-const reflectionProtoRoot = join(dirname(require.resolve('@grpc/reflection/package.json')), 'build', 'proto');
+// gRPC's reflection.proto, as the project keeps it (proto/grpc/reflection/).
+const reflectionProtoRoot = fileURLToPath(new URL('../../../proto/', import.meta.url));
 
 type AnyClient = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
 type Message = Record<string, any>;
@@ -59,7 +58,8 @@ let dir: string;
 let health: AnyClient;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'sidecar-health-'));
-  sidecar = await startSidecar({ args: ['--workspace', dir, '--state-dir', join(dir, 'state')] });
+  // --sandbox off: no toolruntime.v1.Sandbox status (its own suite checks that one), so List is exact.
+  sidecar = await startSidecar({ args: ['--workspace', dir, '--state-dir', join(dir, 'state'), '--sandbox', 'off'] });
   health = clientFor('grpc/health/v1/health.proto', [join(root, 'proto')], ['grpc', 'health', 'v1', 'Health'], sidecar.address);
 });
 afterAll(async () => {

@@ -141,6 +141,34 @@ describe('deploy/ manifests', () => {
     expect(agentPod.spec.containers[0]!.volumeMounts!.map((mount) => mount.name)).toContain(workspaceMount!.name);
   });
 
+  it("the model's commands run sandboxed in the sidecar container, which has what bubblewrap needs and cannot read the token", () => {
+    const { args } = rooted(agentPod.spec, sidecar);
+    const options = parseSidecarArgs(args, {});
+    const sandbox = options.config.sandbox!;
+    expect(sandbox.mode).toBe('workspace-write');
+    expect(sandbox.network).toEqual({ mode: 'off' });
+    // The token's whole folder is hidden from commands and file tools (a rotation swaps its files).
+    const tokenMount = sidecar.volumeMounts!.find((mount) => mount.name === 'sidecar-token')!;
+    const tokenFolder = args[args.indexOf('--token-file') + 1]!.slice(0, -'/token'.length);
+    expect(tokenFolder.endsWith(tokenMount.mountPath)).toBe(true);
+    expect(sandbox.hide).toContain(tokenFolder);
+    expect(sandbox.hide).toContain(options.config.stateDir);
+    // What bubblewrap needs: its own user namespace for the pod, namespaces and mounts allowed.
+    expect(agentPod.spec.hostUsers).toBe(false);
+    expect(sidecar.securityContext).toMatchObject({
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'Unconfined' },
+      appArmorProfile: { type: 'Unconfined' },
+      procMount: 'Unmasked',
+    });
+    // The comments say where commands run: the sidecar container, not the computer one.
+    const text = readFileSync(join('deploy', 'agent.yaml'), 'utf8');
+    expect(text).toContain("The model's commands run in the SIDECAR container");
+    expect(text).not.toMatch(/computer \(where the model's commands/);
+    expect(agentPod.spec.containers[0]!.volumeMounts!.map((mount) => mount.name)).not.toContain('sidecar-token');
+  });
+
   it('probes check the health service on the port each program listens on, with its own token file', () => {
     const cases: Array<[IContainer, string]> = [
       [controller, 'toolruntime.v1.ControlPlaneService'],

@@ -1,6 +1,6 @@
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
-import { errorMessage } from '../../../../src/index.js';
+import { errorMessage, silentLogger, type Logger } from '../../../../src/index.js';
 import type { PostgresStoreContext } from './postgres-store-context.js';
 import { ControlPlaneError } from '../../control-plane-error.js';
 import type { ControlPlaneStore } from '../control-plane-store.js';
@@ -11,6 +11,7 @@ import { createPostgresScheduleStore } from './postgres-schedule-store.js';
 import { createPostgresWorkflowStore } from './postgres-workflow-store.js';
 import { PgBossClaims } from './pg-boss-claims.js';
 import { createPostgresApprovalStore } from './postgres-approval-store.js';
+import { PostgresHealth } from './postgres-health.js';
 
 /** Options of `openPostgresStore`. */
 export interface OpenPostgresStoreOptions {
@@ -31,6 +32,10 @@ export interface OpenPostgresStoreOptions {
    * controller may run the job (default 900 s: longer than any turn should take).
    */
   claimExpirySeconds?: number;
+  /** Where connection errors and a lost or regained database are logged (default: nowhere). */
+  logger?: Logger;
+  /** How often the database is probed for the health watchers (default 5 s). */
+  healthIntervalMs?: number;
 }
 
 /** Whether `value` names a PostgreSQL database rather than a folder. */
@@ -71,19 +76,30 @@ export async function openPostgresStore(options: OpenPostgresStoreOptions): Prom
     // BIGINT columns hold epoch milliseconds and counts, well inside a double's exact range.
     types: { getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) } as pg.CustomTypesConfig,
   });
-  // An idle client losing its server must not crash the process; the next query reports it.
-  pool.on('error', () => undefined);
   const db = new Kysely<PostgresDatabase>({ dialect: new PostgresDialect({ pool }) });
+  const health = new PostgresHealth({ db, location, logger: options.logger ?? silentLogger, ...(options.healthIntervalMs ? { intervalMs: options.healthIntervalMs } : {}) });
+  // An idle client losing its server must not crash the process: logged, and the probe tells the health watchers.
+  pool.on('error', (error) => health.reportError('pool', error));
+  // A client checked out of the pool has no error listener of the pool's: a connection lost during
+  // a query would rethrow as an uncaught exception and end the controller. The query in flight
+  // already fails with that error (its caller sees it), so this listener only keeps the process up.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   try {
     await migrate(db, options.migrations ?? postgresMigrations);
   } catch (cause) {
+    health.close();
     await db.destroy().catch(() => undefined);
     throw cause instanceof ControlPlaneError ? cause : new ControlPlaneError('unavailable', `cannot open the control-plane store ${location}: ${errorMessage(cause)}`, { cause });
   }
   let claims: PgBossClaims;
   try {
-    claims = await PgBossClaims.start({ url: options.url, ...(options.claimExpirySeconds ? { expireInSeconds: options.claimExpirySeconds } : {}) });
+    claims = await PgBossClaims.start({
+      url: options.url,
+      onError: (error) => health.reportError('pg-boss', error),
+      ...(options.claimExpirySeconds ? { expireInSeconds: options.claimExpirySeconds } : {}),
+    });
   } catch (cause) {
+    health.close();
     await db.destroy().catch(() => undefined);
     throw new ControlPlaneError('unavailable', `cannot start pg-boss on ${location}: ${errorMessage(cause)}`, { cause });
   }
@@ -100,9 +116,11 @@ export async function openPostgresStore(options: OpenPostgresStoreOptions): Prom
     schedules: createPostgresScheduleStore(context, claims),
     jobs,
     approvals: createPostgresApprovalStore(context),
+    watchHealth: (listener) => health.watch(listener),
     async close() {
       if (closed) return;
       closed = true;
+      health.close();
       // Claims still held (turns a shutdown interrupted) go back to pg-boss for another controller.
       await jobs.handBackAll().catch(() => undefined);
       await claims.stop().catch(() => undefined);

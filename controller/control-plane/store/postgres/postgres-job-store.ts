@@ -2,7 +2,7 @@ import { sql, type Selectable, type Transaction } from 'kysely';
 import { ControlPlaneError } from '../../control-plane-error.js';
 import type { JobRecord, JobStore, NewJob } from '../job-store.js';
 import type { PostgresStoreContext } from './postgres-store-context.js';
-import type { JobTurnClaim, PgBossClaims } from './pg-boss-claims.js';
+import { JOB_TURN_QUEUE, type JobTurnClaim, type PgBossClaims, type QueuedJob } from './pg-boss-claims.js';
 import type { JobsTable, PostgresDatabase } from './postgres-schema.js';
 
 /** A job row as a record. */
@@ -24,8 +24,9 @@ export function toPostgresJobRecord(row: Selectable<JobsTable>): JobRecord {
 }
 
 /**
- * Inserts a queued job row inside the caller's transaction, queues its turn as a pg-boss job in the
- * same transaction (keyed by `singletonKey`, default the job id) and returns the row.
+ * Inserts a queued job row inside the caller's transaction, queues its turn as a pg-boss job on its
+ * agent's queue in the same transaction (keyed by `singletonKey`, default the job id) and returns
+ * the row. The caller made sure the agent's queue exists (`claims.ensureAgents`, before the transaction).
  */
 export async function insertPostgresJobRow(
   trx: Transaction<PostgresDatabase>,
@@ -48,7 +49,7 @@ export async function insertPostgresJobRow(
     })
     .returningAll()
     .executeTakeFirstOrThrow();
-  if (!(await claims.enqueue(trx, { jobId: job.jobId, singletonKey }))) {
+  if (!(await claims.enqueue(trx, { agentId: job.agentId, jobId: job.jobId, singletonKey }))) {
     throw new ControlPlaneError('internal', `the turn of ${singletonKey} is already queued`);
   }
   return toPostgresJobRecord(row);
@@ -87,10 +88,36 @@ export interface PostgresJobStore extends JobStore {
 export function createPostgresJobStore(context: PostgresStoreContext, claims: PgBossClaims): PostgresJobStore {
   const { db } = context;
   /** The claims this process holds, by job id. */
-  const held = new Map<string, string>();
+  const held = new Map<string, QueuedJob>();
   const tx = <T>(work: (trx: Transaction<PostgresDatabase>) => Promise<T>) => db.transaction().execute(work);
+  /**
+   * Moves job turns an earlier version queued on the one shared queue to their agents' queues (a
+   * few per claim, so a controller's first claims after an upgrade drain it). A turn that version's
+   * controller still runs stays active there until it ends or expires, then moves.
+   */
+  const moveLegacyTurns = async () => {
+    for (let moves = 0; moves < FETCHES_PER_CLAIM; moves++) {
+      const old = await claims.fetchLegacy<{ jobId: string }>(JOB_TURN_QUEUE);
+      if (!old) return;
+      try {
+        const agent = await db.selectFrom('jobs').select('agent_id').where('job_id', '=', old.data.jobId).executeTakeFirst();
+        if (agent) await claims.ensureAgents([agent.agent_id]);
+        await tx(async (trx) => {
+          const row = await trx.selectFrom('jobs').select(['agent_id', 'status']).where('job_id', '=', old.data.jobId).forUpdate().executeTakeFirst();
+          // A turn already queued on the agent's queue under this key needs no second one (send says false).
+          if (row && (row.status === 'queued' || row.status === 'running')) await claims.enqueue(trx, { agentId: row.agent_id, jobId: old.data.jobId, singletonKey: `job:${old.data.jobId}` });
+          await claims.complete(old, trx);
+        });
+      } catch (error) {
+        await claims.handBack([old]).catch(() => undefined);
+        throw error;
+      }
+    }
+  };
+
   return {
-    insert(job, limits) {
+    async insert(job, limits) {
+      await claims.ensureAgents([job.agentId]);
       return tx(async (trx) => {
         await lockAgentJobs(trx, job.agentId);
         const n = await countJobs(trx, job.agentId, ['queued', 'running']);
@@ -118,10 +145,13 @@ export function createPostgresJobStore(context: PostgresStoreContext, claims: Pg
     async claimNext({ agentIds, maxRunningPerAgent, now, owner }) {
       if (agentIds.length === 0) return undefined;
       const agents = new Set(agentIds);
+      // Only the queues of this controller's agents: it never fetches a turn it would hand back.
+      await claims.ensureAgents(agents);
+      await moveLegacyTurns();
       const notNow: JobTurnClaim[] = [];
       try {
         for (let fetches = 0; fetches < FETCHES_PER_CLAIM; fetches++) {
-          const claim = await claims.fetch();
+          const claim = await claims.fetch(agentIds);
           if (!claim) return undefined;
           const taken = await tx(async (trx) => {
             const row = await trx.selectFrom('jobs').selectAll().where('job_id', '=', claim.jobId).forUpdate().executeTakeFirst();
@@ -144,18 +174,23 @@ export function createPostgresJobStore(context: PostgresStoreContext, claims: Pg
               .where('job_id', '=', row.job_id)
               .returningAll()
               .executeTakeFirstOrThrow();
+          }).catch(async (error: unknown) => {
+            // The turn was claimed outside this transaction: hand it back (in `finally`), or it would
+            // stay claimed by nobody until pg-boss expires it (--claim-expiry-s, 900 s by default).
+            notNow.push(claim);
+            throw error;
           });
-          if (taken === 'done') await claims.complete(claim.id);
+          if (taken === 'done') await claims.complete(claim);
           else if (taken === 'not-here') notNow.push(claim);
           else {
-            held.set(taken.job_id, claim.id);
+            held.set(taken.job_id, claim);
             return toPostgresJobRecord(taken);
           }
         }
         return undefined;
       } finally {
         // Handed back after the loop, so this call does not fetch them again; another controller (or a later call) will.
-        await claims.handBack(notNow.map((claim) => claim.id));
+        await claims.handBack(notNow);
       }
     },
 
@@ -173,10 +208,10 @@ export function createPostgresJobStore(context: PostgresStoreContext, claims: Pg
         .where('job_id', '=', jobId)
         .where('status', '=', 'running')
         .executeTakeFirst();
-      const claimId = held.get(jobId);
-      if (claimId !== undefined) {
+      const claim = held.get(jobId);
+      if (claim !== undefined) {
         held.delete(jobId);
-        await claims.complete(claimId);
+        await claims.complete(claim);
       }
       return result.numUpdatedRows === 1n;
     },

@@ -97,7 +97,11 @@ export function createPostgresScheduleStore(context: PostgresStoreContext, claim
       return (await select.orderBy('next_fire_at').limit(limit).execute()).map(toScheduleRecord);
     },
 
-    claimFiring(firing) {
+    async claimFiring(firing) {
+      // The firing may queue a job turn on the schedule's agent's queue: created before the transaction.
+      const schedule = await db.selectFrom('schedules').select('agent_id').where('schedule_id', '=', firing.scheduleId).executeTakeFirst();
+      if (!schedule) return undefined;
+      await claims.ensureAgents([schedule.agent_id]);
       return db.transaction().execute(async (trx) => {
         const row = await trx.selectFrom('schedules').selectAll().where('schedule_id', '=', firing.scheduleId).forUpdate().executeTakeFirst();
         if (!row || row.next_fire_at !== firing.fireAt) return undefined;

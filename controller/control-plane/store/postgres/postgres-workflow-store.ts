@@ -2,7 +2,7 @@ import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import { ControlPlaneError } from '../../control-plane-error.js';
 import type { AttemptSettled, TaskClaim, TaskClaimScope, WorkflowAttemptRecord, WorkflowRunRecord, WorkflowRunState, WorkflowStore, WorkflowTaskRecord, WorkflowTaskState } from '../workflow-store.js';
 import { allCommitted, INTERRUPTED_BY_GONE_RUNNER, readyTasks, taskFailedError } from '../workflow-readiness.js';
-import type { PgBossClaims } from './pg-boss-claims.js';
+import { TASK_ATTEMPT_QUEUE, type PgBossClaims, type QueuedJob } from './pg-boss-claims.js';
 import type { PostgresStoreContext } from './postgres-store-context.js';
 import type { PostgresDatabase, WorkflowRunsTable } from './postgres-schema.js';
 
@@ -107,17 +107,18 @@ export function createPostgresWorkflowStore(context: PostgresStoreContext, claim
     const busy = tasks.filter((task) => task.state === 'running' || (task.state === 'pending' && task.claim_id !== null)).length;
     const ready = readyTasks(tasks.filter((task) => task.claim_id === null)).slice(0, Math.max(0, run.max_parallel - busy));
     for (const task of ready) {
-      const claimId = await claims.enqueueTask(trx, { runId: run.run_id, taskId: task.task_id });
+      const claimId = await claims.enqueueTask(trx, { agentId: run.agent_id, runId: run.run_id, taskId: task.task_id });
       await trx.updateTable('workflow_tasks').set({ claim_id: claimId, claim_owner: null, claim_until: null }).where('run_id', '=', run.run_id).where('task_id', '=', task.task_id).execute();
     }
   };
 
   /** Ends a running run in the transaction: open attempts cancelled, claims ended, tasks skipped or cancelled. */
-  const finishRunIn = async (trx: Transaction<PostgresDatabase>, runId: string, state: Exclude<WorkflowRunState, 'running'>, error: string | undefined) => {
+  const finishRunIn = async (trx: Transaction<PostgresDatabase>, run: RunRow, state: Exclude<WorkflowRunState, 'running'>, error: string | undefined) => {
+    const runId = run.run_id;
     const at = iso();
     await trx.updateTable('workflow_attempts').set({ finished_at: at, outcome: 'cancelled', error: error ?? `the run ${state}` }).where('run_id', '=', runId).where('finished_at', 'is', null).execute();
     const held = await trx.selectFrom('workflow_tasks').select('claim_id').where('run_id', '=', runId).where('claim_id', 'is not', null).execute();
-    await claims.endTasks(trx, held.map((row) => row.claim_id!));
+    await claims.endTasks(trx, run.agent_id, held.map((row) => row.claim_id!));
     await trx.updateTable('workflow_tasks').set({ state: 'skipped' }).where('run_id', '=', runId).where('state', '=', 'pending').execute();
     await trx.updateTable('workflow_tasks').set({ state: 'cancelled' }).where('run_id', '=', runId).where('state', '=', 'running').execute();
     await trx.updateTable('workflow_tasks').set({ claim_id: null, claim_owner: null, claim_until: null }).where('run_id', '=', runId).execute();
@@ -147,15 +148,52 @@ export function createPostgresWorkflowStore(context: PostgresStoreContext, claim
         for (const task of await claimRows(trx, runId)) {
           if (task.state !== 'running' || task.claim_owner === null || !gone.includes(task.claim_owner)) continue;
           await closeTaskAttempts(trx, runId, task.task_id, 'interrupted', INTERRUPTED_BY_GONE_RUNNER);
-          if (task.claim_id !== null) await claims.endTasks(trx, [task.claim_id]);
+          if (task.claim_id !== null) await claims.endTasks(trx, run.agent_id, [task.claim_id]);
           await trx.updateTable('workflow_tasks').set({ state: 'pending', claim_id: null, claim_owner: null, claim_until: null }).where('run_id', '=', runId).where('task_id', '=', task.task_id).execute();
         }
         await fillSlots(trx, run);
       }
     });
 
+  const agentsOfRuns = async (runIds: readonly string[]) =>
+    runIds.length === 0 ? [] : (await db.selectFrom('workflow_runs').select('agent_id').distinct().where('run_id', 'in', [...runIds]).execute()).map((row) => row.agent_id);
+
+  const agentsOfRunningRuns = async () =>
+    (await db.selectFrom('workflow_runs').select('agent_id').distinct().where('state', '=', 'running').execute()).map((row) => row.agent_id);
+
+  /**
+   * Moves task attempts an earlier version queued on the one shared queue to their agents' queues
+   * (a few per claim, so a controller's first claims after an upgrade drain it). An attempt that
+   * version's controller still runs stays active there until it ends or expires, then moves.
+   */
+  const moveLegacyTasks = async () => {
+    for (let moves = 0; moves < FETCHES_PER_CLAIM; moves++) {
+      const old = await claims.fetchLegacy<{ runId: string; taskId: string }>(TASK_ATTEMPT_QUEUE);
+      if (!old) return;
+      try {
+        const [agentId] = await agentsOfRuns([old.data.runId]);
+        if (agentId !== undefined) await claims.ensureAgents([agentId]);
+        await tx(async (trx) => {
+          const run = await lockRun(trx, old.data.runId);
+          const task = await trx.selectFrom('workflow_tasks').select(['state', 'claim_id']).where('run_id', '=', old.data.runId).where('task_id', '=', old.data.taskId).executeTakeFirst();
+          if (run && run.state === 'running' && task && task.claim_id === old.id && (task.state === 'pending' || task.state === 'running')) {
+            const claimId = await claims.enqueueTask(trx, { agentId: run.agent_id, runId: run.run_id, taskId: old.data.taskId });
+            await trx.updateTable('workflow_tasks').set({ claim_id: claimId }).where('run_id', '=', run.run_id).where('task_id', '=', old.data.taskId).execute();
+          }
+          await claims.complete(old, trx);
+        });
+      } catch (error) {
+        await claims.handBack([old]).catch(() => undefined);
+        throw error;
+      }
+    }
+  };
+
   return {
-    createRun(input) {
+    claimLifetimeMs: claims.expireInSeconds * 1000,
+
+    async createRun(input) {
+      await claims.ensureAgents([input.agentId]);
       return tx(async (trx) => {
         // Serialises creates per agent, so the running-runs limit holds across controllers.
         await sql`SELECT pg_advisory_xact_lock(hashtext(${`workflow:${input.agentId}`}))`.execute(trx);
@@ -217,17 +255,22 @@ export function createPostgresWorkflowStore(context: PostgresStoreContext, claim
       if ((input.runIds && input.runIds.length === 0) || (input.agentIds && input.agentIds.length === 0)) return undefined;
       const gone = (input.takeOverFrom ?? []).filter((owner) => owner !== input.owner);
       if (gone.length > 0) await takeOver(input, gone);
-      const notHere: string[] = [];
+      // Only the queues of the agents in scope: a runner never fetches work it would hand back.
+      const agents = input.agentIds ?? (input.runIds ? await agentsOfRuns(input.runIds) : await agentsOfRunningRuns());
+      if (agents.length === 0) return undefined;
+      await claims.ensureAgents(agents);
+      await moveLegacyTasks();
+      const notHere: QueuedJob[] = [];
       try {
         for (let fetches = 0; fetches < FETCHES_PER_CLAIM; fetches++) {
-          const job = await claims.fetchTask();
+          const job = await claims.fetchTask(agents);
           if (!job) return undefined;
           const taken = await tx(async (trx): Promise<TaskClaim | 'done' | 'not-here'> => {
             const run = await lockRun(trx, job.runId);
             const task = await trx.selectFrom('workflow_tasks').selectAll().where('run_id', '=', job.runId).where('task_id', '=', job.taskId).executeTakeFirst();
             // The run ended, the task moved on, or this job is not the task's claim any more: nothing to run.
             if (!run || run.state !== 'running' || !task || task.claim_id !== job.id || (task.state !== 'pending' && task.state !== 'running')) {
-              await claims.endTasks(trx, [job.id]);
+              await claims.complete(job, trx);
               return 'done';
             }
             if (!inScope(run, input)) return 'not-here';
@@ -242,14 +285,19 @@ export function createPostgresWorkflowStore(context: PostgresStoreContext, claim
               .execute();
             await trx.insertInto('workflow_attempts').values({ run_id: run.run_id, task_id: task.task_id, attempt, started_at: iso(), finished_at: null, outcome: null, error: null, owner: input.owner }).execute();
             return { runId: run.run_id, taskId: task.task_id, agentId: run.agent_id, attempt, claimId: job.id };
+          }).catch(async (error: unknown) => {
+            // The job was fetched (made active) outside this transaction: hand it back (in `finally`), or it would
+            // stay claimed by nobody until pg-boss expires it (--claim-expiry-s, 900 s by default).
+            notHere.push(job);
+            throw error;
           });
-          if (taken === 'not-here') notHere.push(job.id);
+          if (taken === 'not-here') notHere.push(job);
           else if (taken !== 'done') return taken;
         }
         return undefined;
       } finally {
         // Handed back after the loop, so this call does not fetch them again; another controller will.
-        await claims.handBackTasks(notHere);
+        await claims.handBack(notHere);
       }
     },
 
@@ -290,14 +338,14 @@ export function createPostgresWorkflowStore(context: PostgresStoreContext, claim
         if (closed.numUpdatedRows !== 1n || task.state !== 'running' || task.attempts !== input.attempt) return settled(trx, input.runId, task.state);
         const failed = task.failed_attempts + (input.outcome === 'failed' ? 1 : 0);
         const state: WorkflowTaskState = failed >= task.max_attempts ? 'failed' : 'pending';
-        if (task.claim_id !== null) await claims.endTasks(trx, [task.claim_id]);
+        if (task.claim_id !== null) await claims.endTasks(trx, run.agent_id, [task.claim_id]);
         await trx
           .updateTable('workflow_tasks')
           .set({ state, failed_attempts: failed, error: input.error, claim_id: null, claim_owner: null, claim_until: null })
           .where('run_id', '=', input.runId)
           .where('task_id', '=', input.taskId)
           .execute();
-        if (state === 'failed') await finishRunIn(trx, input.runId, 'failed', taskFailedError(input.taskId, failed, input.error));
+        if (state === 'failed') await finishRunIn(trx, run, 'failed', taskFailedError(input.taskId, failed, input.error));
         else await fillSlots(trx, run);
         return settled(trx, input.runId, state);
       });
@@ -315,7 +363,7 @@ export function createPostgresWorkflowStore(context: PostgresStoreContext, claim
           .executeTakeFirst();
         if (!inserted) return { committed: false, reason: 'already_committed', runState: run.state } as const;
         const task = await trx.selectFrom('workflow_tasks').select('claim_id').where('run_id', '=', input.runId).where('task_id', '=', input.taskId).executeTakeFirst();
-        if (task?.claim_id) await claims.endTasks(trx, [task.claim_id]);
+        if (task?.claim_id) await claims.endTasks(trx, run.agent_id, [task.claim_id]);
         await trx
           .updateTable('workflow_tasks')
           .set({ state: 'committed', error: null, claim_id: null, claim_owner: null, claim_until: null })
@@ -332,7 +380,7 @@ export function createPostgresWorkflowStore(context: PostgresStoreContext, claim
           .execute();
         // An attempt of another runner that took the task over meanwhile has nothing left to do.
         await closeTaskAttempts(trx, input.runId, input.taskId, 'cancelled', 'another attempt committed the task first');
-        if (allCommitted(await claimRows(trx, input.runId))) await finishRunIn(trx, input.runId, 'succeeded', undefined);
+        if (allCommitted(await claimRows(trx, input.runId))) await finishRunIn(trx, run, 'succeeded', undefined);
         else await fillSlots(trx, run);
         return { committed: true, ...(await settled(trx, input.runId, 'committed')) } as const;
       });
@@ -342,7 +390,7 @@ export function createPostgresWorkflowStore(context: PostgresStoreContext, claim
       return tx(async (trx) => {
         const run = await lockRun(trx, input.runId);
         if (!run) return undefined;
-        if (run.state === 'running') await finishRunIn(trx, input.runId, input.state, input.error);
+        if (run.state === 'running') await finishRunIn(trx, run, input.state, input.error);
         return getRun(trx, input.runId);
       });
     },

@@ -39,7 +39,8 @@ export async function openSqliteStore(options: OpenSqliteStoreOptions): Promise<
   const location = join(dataDir, STORE_FILE_NAME);
   let db: Database.Database;
   try {
-    mkdirSync(dataDir, { recursive: true });
+    // Private: whoever can write the store can act as the control plane.
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     db = new Database(location, { timeout: 10_000 });
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');

@@ -9,6 +9,13 @@ export interface CommandSpec {
   /** Absolute working directory (must exist). */
   cwd: string;
   env: NodeJS.ProcessEnv;
+  /**
+   * True when the process gets a PTY of its own as its terminal (command sessions): bwrap's
+   * `--new-session` is left out so the shell keeps that terminal as its controlling one (job
+   * control works). TIOCSTI can then only push input into the session's own PTY, never into the
+   * sidecar's terminal, which is what `--new-session` guards against.
+   */
+  terminal?: boolean;
 }
 
 /** What to exec: `file` with `args` (bwrap in front when sandboxed), `env` and `cwd`. */
@@ -30,7 +37,8 @@ export interface ProxyEndpoint {
 /** The loopback port the proxy answers on inside the sandbox (its own network namespace). */
 export const SANDBOX_PROXY_PORT = 3128;
 /** Where the proxy's socket is mounted inside the sandbox. */
-const SANDBOX_PROXY_SOCKET = '/run/tools-runtime-proxy.sock';
+// In the sandbox's own /tmp (a tmpfs, so bwrap can make the mount point; the rest is read-only).
+const SANDBOX_PROXY_SOCKET = '/tmp/.tools-runtime-proxy.sock';
 
 const isUnder = (child: string, parent: string) => child === parent || child.startsWith(parent.endsWith('/') ? parent : `${parent}/`);
 
@@ -117,6 +125,6 @@ export function buildSandboxArgv(options: CommandSpec & { policy: SandboxPolicy;
     Object.assign(env, { HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl, http_proxy: proxyUrl, https_proxy: proxyUrl, NO_PROXY: '', no_proxy: '' });
     command = [...proxyLauncher(options.proxy.socat), ...argv];
   }
-  args.push('--cap-drop', 'ALL', '--new-session', '--die-with-parent', '--chdir', realEntry(options.cwd)?.real ?? options.cwd, '--', ...command);
+  args.push('--cap-drop', 'ALL', ...(options.terminal ? [] : ['--new-session']), '--die-with-parent', '--chdir', realEntry(options.cwd)?.real ?? options.cwd, '--', ...command);
   return { file: options.bwrap, args, env, cwd: options.cwd };
 }

@@ -4,8 +4,10 @@
  * turn's policy, `checkFileAccess` for the file tools.
  */
 export { buildSandboxArgv, type CommandSpec, type ExecSpec, type ProxyEndpoint } from './bwrap-argv.js';
-export { checkFileAccess } from './file-access.js';
+export { checkFileAccess, hiddenPathTest } from './file-access.js';
+export { hostAllowed, networkProxyFor, startNetworkProxy, type NetworkProxy } from './network-proxy.js';
 export { defaultSandboxSettings, describeNetwork, effectivePolicy, parseNetworkPolicy, parseSandboxMode } from './sandbox-policy.js';
 export type { NetworkPolicy, SandboxMode, SandboxPolicy, SandboxSettings, TurnSandbox } from './sandbox-policy.js';
 export { BWRAP_ENV, runSandboxProbe, sandboxProbe, sandboxUnavailableError, type SandboxProbe } from './sandbox-probe.js';
 export { policyFor, prepareCommand, sandboxSettingsOf, startProcess, type StartedProcess, type StartProcessOptions } from './start-process.js';
+export { sharedProcessGroupReaper, type ProcessGroupReaper } from '../process-group-reaper.js';

@@ -13,11 +13,18 @@ afterEach(async () => {
   for (const server of servers.splice(0)) await server.close();
 });
 
+const TOKEN = 'console-test-token';
+
 async function start(options: { token?: string; approvals?: ConsoleApprovals; feed?: TurnFeed } = {}) {
   const feed = options.feed ?? new TurnFeed();
-  const server = await startConsoleServer({ address: '127.0.0.1:0', feed, agents: () => [{ agentId: 'a1' }], ...(options.approvals ? { localApprovals: options.approvals } : {}), ...(options.token ? { token: options.token } : {}) });
+  const server = await startConsoleServer({ address: '127.0.0.1:0', feed, agents: () => [{ agentId: 'a1' }], ...(options.approvals ? { localApprovals: options.approvals } : {}), token: options.token ?? TOKEN });
   servers.push(server);
   return { server, feed };
+}
+
+/** fetch with the console's token, as the page sends it. */
+function authed(url: string, init: RequestInit = {}): Promise<Response> {
+  return fetch(url, { ...init, headers: { ...(init.headers as Record<string, string> | undefined), authorization: `Bearer ${TOKEN}` } });
 }
 
 const approvalRequest = (requestId: string): ApprovalRequestEvent => ({
@@ -31,7 +38,7 @@ const approvalRequest = (requestId: string): ApprovalRequestEvent => ({
 function getWithHost(url: string, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const target = new URL(url);
-    const req = request({ host: target.hostname, port: target.port, path: '/api/state', headers: { host } }, (res) => {
+    const req = request({ host: target.hostname, port: target.port, path: '/api/state', headers: { host, authorization: `Bearer ${TOKEN}` } }, (res) => {
       res.resume();
       resolve(res.statusCode ?? 0);
     });
@@ -48,7 +55,7 @@ describe('the console server', () => {
     expect(await page.text()).toContain('<script type="module" src="/page/app.js">');
     expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
     expect(page.headers.get('access-control-allow-origin')).toBeNull();
-    const state = (await (await fetch(`${server.url}api/state`)).json()) as { agents: Array<{ agentId: string; health: string }> };
+    const state = (await (await authed(`${server.url}api/state`)).json()) as { agents: Array<{ agentId: string; health: string }> };
     expect(state.agents).toEqual([{ agentId: 'a1', health: 'unknown' }]);
     expect((await fetch(`${server.url}page/../console-server.ts`)).status).toBe(404);
     expect((await fetch(`${server.url}page/secret.js`)).status).toBe(404);
@@ -59,35 +66,57 @@ describe('the console server', () => {
     const port = new URL(server.url).port;
     expect(await getWithHost(server.url, `evil.example:${port}`)).toBe(403);
     expect(await getWithHost(server.url, `localhost:${port}`)).toBe(200);
-    expect((await fetch(`${server.url}api/state`, { headers: { origin: 'http://evil.example' } })).status).toBe(403);
-    expect((await fetch(`${server.url}api/state`, { headers: { origin: `http://127.0.0.1:${port}` } })).status).toBe(200);
-    expect((await fetch(`${server.url}api/state`, { headers: { 'sec-fetch-site': 'same-site' } })).status).toBe(403);
-    const form = await fetch(`${server.url}api/approvals/x`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'approved=true' });
+    expect((await authed(`${server.url}api/state`, { headers: { origin: 'http://evil.example' } })).status).toBe(403);
+    expect((await authed(`${server.url}api/state`, { headers: { origin: `http://127.0.0.1:${port}` } })).status).toBe(200);
+    expect((await authed(`${server.url}api/state`, { headers: { 'sec-fetch-site': 'same-site' } })).status).toBe(403);
+    const form = await authed(`${server.url}api/approvals/x`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'approved=true' });
     expect(form.status).toBe(403);
   });
 
-  it('needs the token for the API when one is set, and refuses a non-loopback address without one', async () => {
-    const { server } = await start({ token: 'sekret-token' });
-    expect((await fetch(server.url)).status).toBe(200);
-    expect((await fetch(`${server.url}api/state`)).status).toBe(401);
-    expect((await fetch(`${server.url}api/state`, { headers: { authorization: 'Bearer wrong-token!' } })).status).toBe(401);
+  it('needs the token on every route that reads or acts, on loopback too; the page loads without it', async () => {
+    const approvals = new ConsoleApprovals();
+    const { server } = await start({ token: 'sekret-token', approvals });
+    const decision = approvals.approverFor({ agentId: 'a1', turnId: 't1' })(approvalRequest('r1'), new AbortController().signal);
+    // What a local process that is no browser sends: no Origin, JSON, right Host; only the token is missing.
+    for (const path of ['', 'page/app.js', 'page/style.css']) expect((await fetch(`${server.url}${path}`)).status).toBe(200);
+    const routes: Array<[string, string]> = [
+      ['GET', 'api/state'],
+      ['GET', 'api/events'],
+      ['POST', 'api/approvals/t1:r1'],
+      ['POST', 'api/workflows/run-1/cancel'],
+      ['POST', 'api/jobs/job-1/cancel'],
+      ['POST', 'api/turns/t1/cancel'],
+    ];
+    for (const authorization of [undefined, 'Bearer wrong-token!', 'sekret-token', 'Bearer sekret-token-and-more']) {
+      for (const [method, path] of routes) {
+        const response = await fetch(`${server.url}${path}`, {
+          method,
+          headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) },
+          ...(method === 'POST' ? { body: JSON.stringify({ approved: true }) } : {}),
+        });
+        expect([method, path, authorization, response.status]).toEqual([method, path, authorization, 401]);
+      }
+    }
+    expect(approvals.pending().map((approval) => approval.approvalId)).toEqual(['t1:r1']);
     expect((await fetch(`${server.url}api/state`, { headers: { authorization: 'Bearer sekret-token' } })).status).toBe(200);
-    await expect(startConsoleServer({ address: '0.0.0.0:0', feed: new TurnFeed(), agents: () => [] })).rejects.toThrow(/without a token/);
+    approvals.close();
+    await expect(decision).resolves.toMatchObject({ approved: false });
+    await expect(startConsoleServer({ address: '127.0.0.1:0', token: '', feed: new TurnFeed(), agents: () => [] })).rejects.toThrow(/needs a token/);
     // Beyond loopback, with its token, any Host name reaches the token check.
     const wide = await startConsoleServer({ address: '0.0.0.0:0', token: 'wide-token', feed: new TurnFeed(), agents: () => [] });
     servers.push(wide);
     const widePort = new URL(wide.url).port;
     expect(await getWithHost(`http://127.0.0.1:${widePort}/`, `console.example:${widePort}`)).toBe(401);
-    await expect(startConsoleServer({ address: 'nonsense', feed: new TurnFeed(), agents: () => [] })).rejects.toThrow(/HOST:PORT/);
+    await expect(startConsoleServer({ address: 'nonsense', token: TOKEN, feed: new TurnFeed(), agents: () => [] })).rejects.toThrow(/HOST:PORT/);
   });
 
   it('decides an in-process approval from the API once; a second decision is refused', async () => {
     const approvals = new ConsoleApprovals();
     const { server } = await start({ approvals });
     const decision = approvals.approverFor({ agentId: 'a1', turnId: 't1' })(approvalRequest('r1'), new AbortController().signal);
-    const state = (await (await fetch(`${server.url}api/state`)).json()) as { approvals: Array<{ approvalId: string; parametersJson: string; source: string }> };
+    const state = (await (await authed(`${server.url}api/state`)).json()) as { approvals: Array<{ approvalId: string; parametersJson: string; source: string }> };
     expect(state.approvals).toMatchObject([{ approvalId: 't1:r1', parametersJson: '{"path":"a.txt"}', source: 'process' }]);
-    const post = (body: unknown) => fetch(`${server.url}api/approvals/t1:r1`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const post = (body: unknown) => authed(`${server.url}api/approvals/t1:r1`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     expect((await post({ approved: 'yes' })).status).toBe(400);
     expect((await post({ approved: false, reason: 'not now' })).status).toBe(200);
     await expect(decision).resolves.toEqual({ approved: false, reason: 'not now' });
@@ -108,7 +137,7 @@ describe('the console server', () => {
 
   it('streams each recorded turn event to a connected page', async () => {
     const { server, feed } = await start();
-    const response = await fetch(`${server.url}api/events`);
+    const response = await authed(`${server.url}api/events`);
     const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
     let text = '';
     while (!text.includes('event: hello')) text += (await reader.read()).value ?? '';

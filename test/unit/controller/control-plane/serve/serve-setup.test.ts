@@ -1,11 +1,13 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createControlPlaneServer } from '../../../../../controller/control-plane/grpc/control-plane-server.js';
 import { MAX_AGENTS, readAgentsFile } from '../../../../../controller/control-plane/serve/read-agents-file.js';
 import { parseServeOptions } from '../../../../../controller/control-plane/serve/serve-options.js';
 import { silentLogger } from '../../../../../src/index.js';
+import { controlPlaneClient } from '../../../../fixtures/control-plane-client.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'serve-setup-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -23,6 +25,15 @@ describe('readAgentsFile', () => {
       ['agent-a', { kind: 'address', address: '127.0.0.1:7000', tokenFile: join(dir, 'a.token') }],
       ['agent-b', { kind: 'workspace', workspace: join(dir, 'ws') }],
     ]);
+  });
+
+  it('takes a user (UID or UID:GID) for a workspace agent, with a stateDir that user can write', async () => {
+    const agents = await readAgentsFile(file('users.json', JSON.stringify({ a: { workspace: 'wa', stateDir: 'sa', user: '1001' }, b: { workspace: 'wb', stateDir: 'sb', user: '1002:50' } })));
+    expect(agents.get('a')).toEqual({ kind: 'workspace', workspace: join(dir, 'wa'), stateDir: join(dir, 'sa'), user: { uid: 1001, gid: 1001 } });
+    expect(agents.get('b')).toMatchObject({ user: { uid: 1002, gid: 50 } });
+    await expect(readAgentsFile(file('no-state.json', '{"a": {"workspace": "w", "user": "1001"}}'))).rejects.toThrow(/gives agent "a" a user but no stateDir/);
+    await expect(readAgentsFile(file('name.json', '{"a": {"workspace": "w", "stateDir": "s", "user": "alice"}}'))).rejects.toThrow(/user is "UID" or "UID:GID"/);
+    await expect(readAgentsFile(file('remote-user.json', '{"a": {"address": "x:1", "user": "1001"}}'))).rejects.toThrow(/wrong at a/);
   });
 
   it('refuses a bad file in one line that says where and what is expected', async () => {
@@ -55,13 +66,30 @@ describe('parseServeOptions', () => {
 });
 
 describe('createControlPlaneServer', () => {
-  it('listens beyond loopback only with a token', async () => {
+  it('cannot be created without a token, and with one listens anywhere', async () => {
     const answer = async () => ({ reply: undefined });
-    const open = createControlPlaneServer({ answer, logger: silentLogger });
-    await expect(open.listen('0.0.0.0:0')).rejects.toThrow(/without a token/);
-    await open.close({ graceMs: 0 });
+    expect(() => createControlPlaneServer({ answer, logger: silentLogger, token: '' })).toThrow(/needs a token/);
     const guarded = createControlPlaneServer({ answer, logger: silentLogger, token: 't' });
     expect(await guarded.listen('0.0.0.0:0')).toMatch(/^0\.0\.0\.0:\d+$/);
     await guarded.close({ graceMs: 0 });
+  });
+
+  it('makes a unix socket private to this user (mode 0600) and still asks for the token on it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cp-socket-'));
+    const path = join(dir, 'control.sock');
+    const server = createControlPlaneServer({ answer: async () => ({ reply: { $case: 'listJobs', value: { jobs: [] } } }), logger: silentLogger, token: 'sock-token' });
+    try {
+      expect(await server.listen(`unix:${path}`)).toBe(`unix:${path}`);
+      expect(statSync(path).mode & 0o777).toBe(0o600);
+      const anonymous = controlPlaneClient(`unix:${path}`);
+      await expect(anonymous.listJobs({ agentId: 'a' })).rejects.toMatchObject({ code: grpc.status.UNAUTHENTICATED });
+      anonymous.close();
+      const operator = controlPlaneClient(`unix:${path}`, 'sock-token');
+      expect(await operator.listJobs({ agentId: 'a' })).toEqual({ jobs: [] });
+      operator.close();
+    } finally {
+      await server.close({ graceMs: 0 });
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

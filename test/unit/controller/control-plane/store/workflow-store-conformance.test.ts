@@ -206,7 +206,7 @@ for (const backend of [sqliteBackend(), postgresBackend('the workflow store conf
         const db = new pg.Client({ connectionString: suite.location.url });
         await db.connect();
         try {
-          const { rows } = await db.query<{ days: number }>("SELECT EXTRACT(EPOCH FROM keep_until - now()) / 86400 AS days FROM pgboss.job WHERE name = 'tools-runtime-task-attempts'");
+          const { rows } = await db.query<{ days: number }>("SELECT EXTRACT(EPOCH FROM keep_until - now()) / 86400 AS days FROM pgboss.job WHERE name LIKE 'tools-runtime-task-attempts.%'");
           expect(rows).toHaveLength(2);
           for (const row of rows) expect(Number(row.days)).toBeGreaterThan(3000);
         } finally {
