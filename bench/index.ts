@@ -16,6 +16,8 @@ const suites: Array<[string, () => Promise<{ run: BenchSuite }>]> = [
   ['fleet', () => import('./suites/fleet.js')],
   ['telemetry', () => import('./suites/telemetry.js')],
   ['sandbox', () => import('./suites/sandbox.js')],
+  ['sessions', () => import('./suites/sessions.js')],
+  ['mcp', () => import('./suites/mcp.js')],
 ];
 
 function format(value: number): string {

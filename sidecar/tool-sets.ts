@@ -5,6 +5,8 @@ import { createBrainTools } from './categories/brain.js';
 import { BrainIndex } from './categories/brain/brain-index.js';
 import type { Catalogs } from './categories/category.js';
 import { createComputerTools } from './categories/computer.js';
+import { createMcpServersState, createMcpServerTools } from './categories/mcp-servers.js';
+import { SessionTable } from './categories/computer/sessions/session-table.js';
 import { createScheduleTools } from './categories/schedule.js';
 import { createSkillsProjection, createSkillsState } from './categories/skills.js';
 import { createSubmitResultTools } from './categories/submit-result.js';
@@ -13,7 +15,7 @@ import { createWebTools } from './categories/web.js';
 import { createWorkflowTools } from './categories/workflow.js';
 import type { SidecarConfig } from './config.js';
 
-/** The catalogs, plus `close()` for the sidecar-lifetime state they hold (the Brain index and its worker). */
+/** The catalogs, plus `close()` for the sidecar-lifetime state they hold (the Brain index and its worker, the command sessions). */
 export interface SidecarCatalogs extends Catalogs {
   close(): Promise<void>;
 }
@@ -39,10 +41,15 @@ export function createCatalogs(config: SidecarConfig, options: { logger?: Logger
       })
     : undefined;
   const getBrainIndex = () => brainIndex;
+  // Command sessions belong to the agent, not the turn: one table for the sidecar's life.
+  const sessions = new SessionTable({ limits: { maxBufferedChars: config.limits.maxResultTextChars } });
+  // Mounted MCP servers start with the catalogs (after the sidecar listens) and live as long.
+  const mcpServers = createMcpServersState(config, { logger });
+  mcpServers.start();
   return {
     text: [
       (context) => createTodoTools(context, todoStore),
-      (context) => createComputerTools(context),
+      (context) => createComputerTools(context, { sessions }),
       (context) => createWebTools(context),
       // The control plane's tools reach the controller over the turn's own stream: present only
       // when the client declared control_plane (background jobs also need can_spawn_jobs).
@@ -50,6 +57,7 @@ export function createCatalogs(config: SidecarConfig, options: { logger?: Logger
       (context) => createBackgroundJobTools(context),
       (context) => createWorkflowTools(context),
       (context) => createSkillsProjection(context, skills),
+      (context) => createMcpServerTools(context, mcpServers),
     ],
     workflowTask: [
       (context) => createWebTools(context),
@@ -57,9 +65,10 @@ export function createCatalogs(config: SidecarConfig, options: { logger?: Logger
       (context) => createSubmitResultTools(context, { logger }),
     ],
     async close() {
+      await sessions.close();
       const index = brainIndex;
       brainIndex = undefined;
-      await index?.close();
+      await Promise.all([index?.close(), mcpServers.close()]);
     },
   };
 }

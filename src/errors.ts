@@ -26,6 +26,14 @@ export type ToolRuntimeErrorCode =
   | 'denied'
   /** The turn has too many calls in flight. */
   | 'too_many_calls'
+  /** A command session named by the call is not this agent's (unknown, forgotten, or another agent's). */
+  | 'session_not_found'
+  /** Input was sent to a command session whose command has exited; its exit code and last output come back. */
+  | 'session_ended'
+  /** The agent (or the sidecar) has as many running command sessions as allowed. */
+  | 'session_limit_reached'
+  /** Input for a command session is over its byte bound; nothing was sent. */
+  | 'input_too_large'
   /** A wrong request from a client (not the model). */
   | 'invalid_request'
   /** The model provider failed. */

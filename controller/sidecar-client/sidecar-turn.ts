@@ -110,13 +110,17 @@ export class SidecarTurn implements ToolTurn {
     const timeoutMs = options.openTimeoutMs ?? 15_000;
     try {
       await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(
-          () => reject(new ToolRuntimeError('sidecar_unavailable', `the sidecar sent no tool set within ${timeoutMs} ms`)),
-          timeoutMs,
-        );
-        const onAbort = () =>
+        let timer: NodeJS.Timeout | undefined;
+        const onAbort = () => {
+          clearTimeout(timer);
           reject(new ToolRuntimeError('aborted', 'opening the turn was aborted', { cause: options.signal?.reason }));
+        };
+        // Checked before the timer exists: an already-aborted open must not keep the process alive for openTimeoutMs.
         if (options.signal?.aborted) return onAbort();
+        timer = setTimeout(() => {
+          options.signal?.removeEventListener('abort', onAbort);
+          reject(new ToolRuntimeError('sidecar_unavailable', `the sidecar sent no tool set within ${timeoutMs} ms`));
+        }, timeoutMs);
         options.signal?.addEventListener('abort', onAbort, { once: true });
         turn.onToolSet = (error) => {
           clearTimeout(timer);
@@ -330,12 +334,17 @@ export class SidecarTurn implements ToolTurn {
     }
     const timeoutMs = options.timeoutMs ?? 10_000;
     let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
     const bounded = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, timeoutMs);
-      options.signal?.addEventListener('abort', () => resolve(), { once: true });
+      onAbort = () => resolve();
+      if (options.signal?.aborted) resolve();
+      else options.signal?.addEventListener('abort', onAbort, { once: true });
     });
     await Promise.race([this.ended, bounded]);
     clearTimeout(timer);
+    // The caller's signal may outlive this turn by far (a whole job): leave nothing on it.
+    if (onAbort) options.signal?.removeEventListener('abort', onAbort);
     this.abort();
   }
 

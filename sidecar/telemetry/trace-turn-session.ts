@@ -1,7 +1,8 @@
 // Loaded lazily, only when telemetry is configured: observes a turn session from outside, so the
 // session and execute-call have no telemetry code on their hot path.
 import { ROOT_CONTEXT, SpanKind, trace, type Link } from '@opentelemetry/api';
-import { errorMessage, toolKey, validateToolArguments, type Logger } from '../../src/index.js';
+import { errorMessage, validateToolArguments, type Logger } from '../../src/index.js';
+import { toolKey } from '../../src/schema/collect-tool-schemas.js';
 import type { OtelRuntime } from '../../src/telemetry/start-otel.js';
 import type { TurnContext } from '../categories/category.js';
 import type { TurnEvent } from '../turn/turn-event.js';

@@ -102,6 +102,9 @@ function bigintReplacer(_key: string, value: unknown): unknown {
 /** The model-facing message of a refused call: what, why, and not to retry blindly. */
 export function deniedMessage(toolName: string, label: string, reason: string): string {
   const what = label && label !== toolName ? `${toolName} (${label})` : toolName;
-  const why = reason.trim() ? ` The reason given: ${reason.trim()}` : ' No reason was given.';
+  const given = reason.trim();
+  // A reason is the operator's free text: end it as a sentence, or it runs into "Do not retry".
+  const sentence = /[.!?…]["'”’)\]]*$/.test(given) ? given : `${given}.`;
+  const why = given ? ` The reason given: ${sentence}` : ' No reason was given.';
   return `This call of ${what} was not approved, so it did not run and nothing was changed.${why} Do not retry the same call unchanged; change the approach, or ask the user what they want instead.`;
 }

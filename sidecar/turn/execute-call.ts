@@ -50,7 +50,20 @@ class CallAbort extends Error {
 const callEnded = new CallAbort('aborted', 'the call ended');
 const resolved = Promise.resolve();
 
-const resultCodes = new Set<CallErrorCode>(['invalid_arguments', 'tool_failed', 'timeout', 'aborted', 'internal', 'sandbox_unavailable', 'sandbox_denied']);
+const resultCodes = new Set<CallErrorCode>([
+  'invalid_arguments',
+  'tool_failed',
+  'timeout',
+  'aborted',
+  'internal',
+  'sandbox_unavailable',
+  'sandbox_denied',
+  // Command sessions' own answers (sidecar/categories/computer/sessions/).
+  'session_not_found',
+  'session_ended',
+  'session_limit_reached',
+  'input_too_large',
+]);
 
 /**
  * Runs one validated call through the scheduler: waits for its ticket, sends `activity-started`,
@@ -97,15 +110,20 @@ export interface ExecuteCallOptions {
 // little, and tsx's keepNames does not rename a dozen closures per call). A call whose ticket is
 // granted at once and that needs no approval runs without an async function or a promise of its
 // own: `execute`'s promise is the only one, and its settling pushes the result directly.
+/**
+ * Where a call is: `waiting` for its ticket or approval, `running` its `execute` (its outcome
+ * awaited: an abort then starts the grace), `settling` (the outcome came, the result is being
+ * built), `done` (the result was pushed). One value, so that no step can see a half-updated mix.
+ */
+type CallPhase = 'waiting' | 'running' | 'settling' | 'done';
+
 class CallRun implements RunningCall {
   private controller: AbortController | undefined;
   private reason: CallAbort | undefined;
-  private finished = false;
+  private phase: CallPhase = 'waiting';
   // Events after the result is decided (a tool that kept going after its abort) are dropped.
   private emitting = true;
   private unsent = 0;
-  // True while `execute` runs and its outcome is still awaited: an abort then starts the grace.
-  private executing = false;
   private grace: NodeJS.Timeout | undefined;
   private label: string;
   private started = 0;
@@ -139,10 +157,10 @@ class CallRun implements RunningCall {
   }
 
   abort(code: AbortCode, message: string): void {
-    if (this.reason || this.finished) return;
+    if (this.reason || this.phase === 'done') return;
     this.reason = new CallAbort(code, message);
     this.controller?.abort(this.reason);
-    if (this.executing) this.startGrace();
+    if (this.phase === 'running') this.startGrace();
   }
 
   presentationSent(): void {
@@ -191,6 +209,8 @@ class CallRun implements RunningCall {
       }
     }
     const label = this.describe();
+    // Aborted while it waited (see `launch`): no approval is asked for a call that will not run.
+    if (this.reason) return this.finish(abortedResult(this.reason, label, repairs, 0));
     if (approve) {
       let decision: { approved: boolean; reason: string };
       try {
@@ -217,14 +237,18 @@ class CallRun implements RunningCall {
     }
   }
 
-  /** Sends `activity-started` and starts `execute`; its outcome (or the abort grace) finishes the call. */
+  /**
+   * Sends `activity-started` and starts `execute`; its outcome (or the abort grace) finishes the
+   * call. A call aborted while it waited never starts: releasing the sequential call ahead of it
+   * grants its ticket in the same abort, before its own abort reached it.
+   */
   private launch(label: string, startedAt = this.options.now()): void {
-    const { callId, tool, params, output } = this.options;
+    const { callId, tool, params, output, repairs } = this.options;
     this.label = label;
+    if (this.reason) return this.finish(abortedResult(this.reason, label, repairs, 0));
     output.push({ type: 'activity-started', callId, label });
     this.started = startedAt;
-    this.executing = true;
-    if (this.reason) this.startGrace();
+    this.phase = 'running';
     let running: Promise<AgentToolResult>;
     try {
       running = Promise.resolve(tool.execute(params, this.context));
@@ -244,8 +268,8 @@ class CallRun implements RunningCall {
 
   /** Ends the wait for the tool's outcome; false when it already ended (first outcome wins). */
   private endExecution(): boolean {
-    if (!this.executing) return false;
-    this.executing = false;
+    if (this.phase !== 'running') return false;
+    this.phase = 'settling';
     if (this.grace) clearTimeout(this.grace);
     return true;
   }
@@ -302,10 +326,9 @@ class CallRun implements RunningCall {
 
   /** Pushes the call's one result and releases what it holds; later calls are ignored. */
   private finish(result: CallResult): void {
-    if (this.finished) return;
+    if (this.phase === 'done') return;
     this.emitting = false;
-    this.finished = true;
-    this.executing = false;
+    this.phase = 'done';
     if (this.grace) clearTimeout(this.grace);
     this.cancelDeadline();
     this.options.ticket.release();

@@ -4,7 +4,23 @@ import type { ControlReply, ControlRequest } from '../../src/gen/toolruntime/v1/
 /** The error codes a call's result can carry (the proto's ToolError.code): a part of the one family. */
 export type CallErrorCode = Extract<
   ToolRuntimeErrorCode,
-  'invalid_arguments' | 'arguments_too_large' | 'unknown_tool' | 'duplicate_call_id' | 'tool_failed' | 'timeout' | 'aborted' | 'too_many_calls' | 'internal' | 'denied' | 'sandbox_unavailable' | 'sandbox_denied'
+  | 'invalid_arguments'
+  | 'arguments_too_large'
+  | 'unknown_tool'
+  | 'duplicate_call_id'
+  | 'tool_failed'
+  | 'timeout'
+  | 'aborted'
+  | 'too_many_calls'
+  | 'internal'
+  | 'denied'
+  | 'sandbox_unavailable'
+  | 'sandbox_denied'
+  // Command sessions (sessions/session-tools.ts): each a distinct answer the model acts on.
+  | 'session_not_found'
+  | 'session_ended'
+  | 'session_limit_reached'
+  | 'input_too_large'
 >;
 
 /** How one call ended, as the client sees it. */

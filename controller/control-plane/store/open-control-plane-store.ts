@@ -36,17 +36,5 @@ export async function openControlPlaneStore(options: OpenControlPlaneStoreOption
   return openSqliteStore({ dataDir: options.dataDir, ...extra });
 }
 
-/**
- * The `--database` value: the flag, else `DATABASE_URL`, else undefined (SQLite).
- *
- * @throws Error naming the value when it is not a PostgreSQL URL (the password left out).
- */
-export function resolveDatabaseOption(flag: string | undefined, env: NodeJS.ProcessEnv): string | undefined {
-  const value = flag ?? (env.DATABASE_URL || undefined);
-  if (value === undefined) return undefined;
-  if (!isPostgresUrl(value)) {
-    const from = flag !== undefined ? '--database' : 'DATABASE_URL';
-    throw new Error(`${from} must be a postgres:// or postgresql:// URL (got "${value.replace(/:[^:@/]*@/, ':***@')}"); leave it out for the embedded SQLite store in --data-dir`);
-  }
-  return value;
-}
+// Re-exported for the callers that open the store too; light callers import database-option.ts.
+export { resolveDatabaseOption } from './database-option.js';

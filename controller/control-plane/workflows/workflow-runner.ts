@@ -1,13 +1,14 @@
 import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
-import { compileJsonSchema, errorMessage, silentLogger, ToolRuntimeError, type Logger } from '../../../src/index.js';
+import { errorMessage, silentLogger, ToolRuntimeError, type Logger } from '../../../src/index.js';
+import { compileJsonSchema } from '../../../src/arguments/json-schema-validator.js';
 import { runTaskTurn, type TaskTurnOutcome } from '../../loop/run-task-turn.js';
 import type { RunTurnOptions } from '../../loop/run-turn.js';
 import type { TurnEvent } from '../../loop/turn-events.js';
 import type { ResponsesModel } from '../../model/responses-model.js';
 import type { WorkflowRunnerHook } from '../answer-control-request.js';
 import type { ControlPlaneStore } from '../store/control-plane-store.js';
-import type { TaskClaim, TaskClaimScope, WorkflowRunRecord, WorkflowTaskRecord } from '../store/workflow-store.js';
+import type { TaskClaim, TaskClaimScope, WorkflowRunRecord, WorkflowStore, WorkflowTaskRecord } from '../store/workflow-store.js';
 import { buildTaskPrompt } from './build-task-prompt.js';
 import { checkSubmittedResult } from './check-submitted-result.js';
 import { deadLocalOwners, newRunnerOwner } from './runner-owner.js';
@@ -52,6 +53,9 @@ interface RunningAttempt {
   stopReason?: StopReason;
   done: Promise<void>;
 }
+
+/** Tries of one commit of a finished turn's result (250 ms, 0.5, 1, 2, 4, 4 s between them: about 12 s). */
+const COMMIT_TRIES = 7;
 
 const claimKey = (claim: TaskClaim) => `${claim.runId}\u0000${claim.taskId}\u0000${claim.attempt}`;
 
@@ -287,7 +291,7 @@ export class WorkflowRunner implements WorkflowRunnerHook {
     const attempt: RunningAttempt = { claim, abort, done: Promise.resolve() };
     this.attempts.set(claimKey(claim), attempt);
     this.known.add(claim.runId);
-    this.options.onEvent?.({ type: 'task-started', runId: claim.runId, taskId: claim.taskId, attempt: claim.attempt });
+    this.emit({ type: 'task-started', runId: claim.runId, taskId: claim.taskId, attempt: claim.attempt });
     const timeout = setTimeout(() => this.stop(attempt, 'timeout', `the task turn ran longer than ${this.attemptTimeoutMs} ms`), this.attemptTimeoutMs);
     attempt.done = this.runAttempt(attempt)
       .catch((error: unknown) => this.logger.error('a workflow task attempt stopped on an error; its claim lapses for another runner', { ...claim, error: errorMessage(error) }))
@@ -297,6 +301,39 @@ export class WorkflowRunner implements WorkflowRunnerHook {
         this.wake(claim.runId);
         this.pump();
       });
+  }
+
+  /**
+   * Tells the observer; an observer that throws is logged, never allowed to break the runner (a
+   * throw on `task-started` used to leave an attempt that was never run, its claim renewed forever).
+   */
+  private emit(event: WorkflowRunnerEvent): void {
+    try {
+      this.options.onEvent?.(event);
+    } catch (error) {
+      this.logger.error('a workflow event observer threw; the runner goes on', { event: event.type, runId: event.runId, error: errorMessage(error) });
+    }
+  }
+
+  /**
+   * Commits a finished turn's accepted result, retrying a store error (a database restarting, a
+   * lost connection) with backoff, at most COMMIT_TRIES times over about 12 s: the turn and its
+   * model cost are spent, and a lost commit would run the task again. The claim is still held
+   * meanwhile; if it lapses, the store answers that the task was committed elsewhere or the run ended.
+   *
+   * @throws the store's last error when every try failed.
+   */
+  private async commitWithRetry(input: Parameters<WorkflowStore['commitResult']>[0], turnMs: number): ReturnType<WorkflowStore['commitResult']> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.options.store.workflows.commitResult(input);
+      } catch (error) {
+        if (attempt >= COMMIT_TRIES) throw error;
+        const delayMs = Math.min(4_000, 250 * 2 ** (attempt - 1));
+        this.logger.warn('could not commit a finished task turn; trying again', { runId: input.runId, taskId: input.taskId, attempt: input.attempt, try: attempt, delayMs, turnMs: Math.round(turnMs), error: errorMessage(error) });
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+      }
+    }
   }
 
   private stop(attempt: RunningAttempt, reason: StopReason, message: string): void {
@@ -321,7 +358,7 @@ export class WorkflowRunner implements WorkflowRunnerHook {
     this.runIds.delete(runId);
     this.runs.delete(runId);
     if (!this.known.delete(runId)) return;
-    this.options.onEvent?.({ type: 'run-finished', runId, state: run.state, ...(run.error ? { error: run.error } : {}) });
+    this.emit({ type: 'run-finished', runId, state: run.state, ...(run.error ? { error: run.error } : {}) });
   }
 
   /** The claimed task's run, from the cache when it holds every result the task's prompt needs. */
@@ -386,10 +423,10 @@ export class WorkflowRunner implements WorkflowRunnerHook {
     if (outcome.status === 'submitted' && !signal.aborted) {
       const check = checkSubmittedResult(task.resultSchemaJson, outcome.result, { cache: this.schemas });
       if (check.ok) {
-        const commit = await store.workflows.commitResult({ ...base, resultJson: check.resultJson });
+        const commit = await this.commitWithRetry({ ...base, resultJson: check.resultJson }, turnMs);
         if (commit.committed || commit.reason === 'already_committed') {
           const resultJson = commit.committed ? check.resultJson : ((await store.workflows.getRun(claim.runId))?.tasks.find((t) => t.taskId === claim.taskId)?.resultJson ?? check.resultJson);
-          this.options.onEvent?.({ type: 'task-committed', ...base, resultJson, turnMs, controllerMs: performance.now() - afterTurn });
+          this.emit({ type: 'task-committed', ...base, resultJson, turnMs, controllerMs: performance.now() - afterTurn });
         }
         if (commit.runState !== 'running' && commit.runState !== undefined) await this.reportIfEnded(claim.runId, { state: commit.runState, ...(commit.runError ? { error: commit.runError } : {}) });
         return;
@@ -401,7 +438,7 @@ export class WorkflowRunner implements WorkflowRunnerHook {
     const ended = await store.workflows.endAttempt({ ...base, outcome: 'failed', error: reason });
     const taskFailed = ended.taskState === 'failed';
     this.logger.warn('workflow task attempt failed', { ...base, reason, taskFailed });
-    this.options.onEvent?.({ type: 'attempt-failed', ...base, reason, taskFailed, turnMs });
+    this.emit({ type: 'attempt-failed', ...base, reason, taskFailed, turnMs });
     if (ended.runState !== undefined && ended.runState !== 'running') {
       // This failure ended the run: stop its other task turns here (runners elsewhere see it at their next renewal).
       this.stopRun(claim.runId, 'run-ended', `the workflow ${ended.runState}: ${ended.runError ?? reason}`);

@@ -7,12 +7,14 @@ import type { ControlPlaneStore } from '../../../controller/control-plane/store/
 import { openSqliteStore } from '../../../controller/control-plane/store/sqlite/open-sqlite-store.js';
 import type { WorkflowDefinition } from '../../../controller/control-plane/store/workflow-store.js';
 import { sidecarTaskTurns, type OpenTaskTurn } from '../../../controller/control-plane/workflows/sidecar-task-turns.js';
+import { ControlPlaneError } from '../../../controller/control-plane/control-plane-error.js';
 import { WorkflowRunner, type WorkflowRunnerEvent } from '../../../controller/control-plane/workflows/workflow-runner.js';
 import { REPAIR_INSTRUCTION } from '../../../controller/loop/run-task-turn.js';
 import { createOpenAIResponsesModel } from '../../../controller/model/openai-responses-model.js';
 import type { ResponseItem } from '../../../controller/model/responses-model.js';
 import { functionCallItem, messageItem } from '../../../controller/model/responses-wire.js';
 import { createSidecarClient, type SidecarClient } from '../../../controller/sidecar-client/create-sidecar-client.js';
+import type { Logger } from '../../../src/index.js';
 import { startScriptedResponsesServer, type ScriptStep, type ScriptedResponsesServer } from '../../fakes/scripted-responses-server.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
 
@@ -46,13 +48,28 @@ const promptText = (body: Record<string, unknown>) => JSON.stringify((body.input
 
 let dirCounter = 0;
 /** A store in a fresh folder, a scripted model, and a runner over the fixture sidecar. */
-async function setUp(steps: ScriptStep[], options: { openTaskTurn?: OpenTaskTurn; leaseMs?: number; attemptTimeoutMs?: number } = {}) {
-  const store = await openSqliteStore({ dataDir: join(scratch, `data-${++dirCounter}`) });
+async function setUp(
+  steps: ScriptStep[],
+  options: { openTaskTurn?: OpenTaskTurn; leaseMs?: number; attemptTimeoutMs?: number; observe?: (event: WorkflowRunnerEvent) => void; logger?: Logger; wrapStore?: (store: ControlPlaneStore) => ControlPlaneStore } = {},
+) {
+  const opened = await openSqliteStore({ dataDir: join(scratch, `data-${++dirCounter}`) });
+  const store = options.wrapStore ? options.wrapStore(opened) : opened;
   const server = await startScriptedResponsesServer({ steps });
   const model = createOpenAIResponsesModel({ model: 'scripted', apiKey: 'test-key', baseURL: server.baseURL, stream: true, maxRetries: 0 });
   const events: WorkflowRunnerEvent[] = [];
-  const runner = new WorkflowRunner({ store, model, openTaskTurn: options.openTaskTurn ?? sidecarTaskTurns(client), leaseMs: options.leaseMs ?? 10_000, ...(options.attemptTimeoutMs ? { attemptTimeoutMs: options.attemptTimeoutMs } : {}), onEvent: (event) => events.push(event) });
-  cleanups.push(() => store.close(), () => server.close(), () => runner.close());
+  const runner = new WorkflowRunner({
+    store,
+    model,
+    openTaskTurn: options.openTaskTurn ?? sidecarTaskTurns(client),
+    leaseMs: options.leaseMs ?? 10_000,
+    ...(options.attemptTimeoutMs ? { attemptTimeoutMs: options.attemptTimeoutMs } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+    onEvent: (event) => {
+      events.push(event);
+      options.observe?.(event);
+    },
+  });
+  cleanups.push(() => opened.close(), () => server.close(), () => runner.close());
   return { store, server, runner, events };
 }
 
@@ -281,5 +298,47 @@ describe('the workflow runner over a real sidecar and a scripted model', () => {
     ]);
     expect(existsSync(probe)).toBe(false);
     expect((await store.workflows.listAttempts(runId)).map((a) => [a.taskId, a.outcome])).toEqual([['a', 'committed']]);
+  });
+});
+
+describe('the workflow runner: observers and a store that fails for a moment (issue 23 items 3 and 4)', () => {
+  const recording = () => {
+    const lines: Array<{ level: string; msg: string } & Record<string, unknown>> = [];
+    const at = (level: string) => (msg: string, fields?: Record<string, unknown>) => void lines.push({ level, msg, ...fields });
+    return { lines, logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') } satisfies Logger };
+  };
+
+  it('an observer that throws breaks nothing: the task runs, commits, the throw is logged and close() settles', async () => {
+    const { lines, logger } = recording();
+    const observe = (event: WorkflowRunnerEvent) => {
+      if (event.type === 'task-started') throw new Error('observer bug');
+    };
+    const { store, runner } = await setUp([{ output: [submit('c1', { n: 11 })] }], { observe, logger });
+    const runId = await start(store, runner, { name: 'observed', maxParallel: 1, tasks: [task('a', 'the task')] });
+    const run = await runner.waitForRun(runId, { signal: AbortSignal.timeout(15_000) });
+    expect(run?.tasks.map((t) => [t.taskId, t.state, t.attempts])).toEqual([['a', 'committed', 1]]);
+    expect(lines.find((line) => line.msg === 'a workflow event observer threw; the runner goes on')).toMatchObject({ level: 'error', event: 'task-started', error: 'observer bug' });
+    await runner.close();
+  });
+
+  it("retries a finished turn's commit when the store fails for a moment, instead of losing the result and its model cost", async () => {
+    let failures = 2;
+    const wrapStore = (real: ControlPlaneStore): ControlPlaneStore => ({
+      ...real,
+      close: () => real.close(),
+      workflows: {
+        ...real.workflows,
+        commitResult: async (input) => {
+          if (failures-- > 0) throw new ControlPlaneError('unavailable', 'the database is restarting');
+          return real.workflows.commitResult(input);
+        },
+      },
+    });
+    const { store, server, runner } = await setUp([{ output: [submit('c1', { n: 11 })] }], { wrapStore });
+    const runId = await start(store, runner, { name: 'retried', maxParallel: 1, tasks: [task('a', 'the task')] });
+    const run = await runner.waitForRun(runId, { signal: AbortSignal.timeout(15_000) });
+    expect(run).toMatchObject({ state: 'succeeded', tasks: [{ taskId: 'a', state: 'committed', resultJson: '{"n":11}', attempts: 1 }] });
+    // One model call: the finished turn was committed, not run again.
+    expect(server.requests).toHaveLength(1);
   });
 });

@@ -3,9 +3,9 @@
 // gets $SIDECAR (the sidecar's address), `sh exec controller` gets $CONTROLLER (serve's address,
 // serving agent-a on that sidecar); plain `sh exec` needs no server. Each runs with bash -e -o
 // pipefail from the repository root and must exit 0; a `grep -q` in a block checks what it printed.
-import { readdirSync, readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedAgentModel, type ScriptedAgentModel } from '../../fakes/scripted-agent-model.js';
@@ -51,6 +51,39 @@ describe('the docs\' shell examples', () => {
     // The README's and the integration guide's examples are among them.
     expect(executed.filter((block) => block.file === 'README.md').length).toBeGreaterThanOrEqual(2);
     expect(executed.filter((block) => block.file === 'docs/integrating.md' && contextOf(block) === 'sidecar').length).toBeGreaterThanOrEqual(3);
+  });
+});
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens. */
+const anchorOf = (heading: string) => heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\- _]/gu, '').replace(/ /g, '-');
+
+describe('the docs\' links', () => {
+  it('stay inside the repository and reach an existing file and heading', () => {
+    const problems: string[] = [];
+    const headings = new Map<string, Set<string>>();
+    const headingsOf = (file: string) => {
+      let found = headings.get(file);
+      if (!found) {
+        const text = readFileSync(join(root, file), 'utf8').replace(/^```[\s\S]*?^```/gm, '');
+        found = new Set([...text.matchAll(/^#{1,6} (.+)$/gm)].map((match) => anchorOf(match[1]!)));
+        headings.set(file, found);
+      }
+      return found;
+    };
+    for (const file of docs) {
+      const text = readFileSync(join(root, file), 'utf8').replace(/^```[\s\S]*?^```/gm, '');
+      if (/<https?:\/\/|\]\(https?:/.test(text)) problems.push(`${file}: links outside the repository`);
+      for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        const [path, anchor] = target!.split('#') as [string, string | undefined];
+        const resolved = path === '' ? file : join(dirname(file), path);
+        if (!existsSync(join(root, resolved))) {
+          problems.push(`${file}: ${target} (no such file)`);
+          continue;
+        }
+        if (anchor !== undefined && resolved.endsWith('.md') && !headingsOf(resolved).has(anchor)) problems.push(`${file}: ${target} (no such heading)`);
+      }
+    }
+    expect(problems).toEqual([]);
   });
 });
 

@@ -1,4 +1,4 @@
-import { EventEmitter } from 'node:events';
+import { EventEmitter, getEventListeners } from 'node:events';
 import type { ClientDuplexStream } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import { SidecarTurn } from '../../../../controller/sidecar-client/sidecar-turn.js';
@@ -38,5 +38,24 @@ describe('SidecarTurn', () => {
     turn.call({ callId: 'small', name: 'todo_read', argumentsJson: '{}' });
     expect(stream.written.map((request) => request.request?.$case)).toEqual(['open', 'call']);
     expect(stream.written[1]!.request).toMatchObject({ value: { callId: 'small' } });
+  });
+
+  // Issue 23 item 2: the open timer was created before the aborted check and never cleared, so an
+  // already-aborted open kept the process alive for openTimeoutMs; close() left its listener on the caller's signal.
+  it('an open with an already-aborted signal rejects and leaves no timer behind', async () => {
+    const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+    const before = timers();
+    const stream = fakeStream(8);
+    await expect(SidecarTurn.open(stream, { agentId: 'a', turnId: 't' }, { signal: AbortSignal.abort(), openTimeoutMs: 600_000 })).rejects.toMatchObject({ code: 'aborted' });
+    expect(timers()).toBe(before);
+    // Nothing was sent for a turn that was never to be opened.
+    expect(stream.written).toEqual([]);
+  });
+
+  it("close leaves no listener on the caller's signal", async () => {
+    const turn = await SidecarTurn.open(fakeStream(8), { agentId: 'a', turnId: 't' });
+    const caller = new AbortController();
+    await turn.close({ signal: caller.signal, timeoutMs: 10 });
+    expect(getEventListeners(caller.signal, 'abort')).toEqual([]);
   });
 });

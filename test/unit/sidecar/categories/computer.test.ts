@@ -54,13 +54,18 @@ describe('computer tools', () => {
     await outside.remove();
   });
 
-  it('offers the five tools with their modes', () => {
+  it('offers the file, command and session tools with their modes', () => {
     expect(tools.map((t) => [t.name, t.executionMode, t.isReadOnly, t.isDestructive])).toEqual([
       ['run_command', 'sequential', false, true],
       ['read_file', 'parallel', true, false],
       ['write_file', 'sequential', false, true],
       ['edit_file', 'sequential', false, true],
       ['list_files', 'parallel', true, false],
+      ['start_command', 'sequential', false, true],
+      ['write_session', 'parallel', false, true],
+      ['read_session', 'parallel', true, false],
+      ['list_sessions', 'parallel', true, false],
+      ['kill_session', 'parallel', false, false],
     ]);
   });
 

@@ -76,3 +76,24 @@ describe('createTurnSession', () => {
     expect(events.filter((event) => event.type === 'activity-started').map((event) => event.callId)).toEqual(['a']);
   });
 });
+
+describe('createTurnSession: a call queued behind a sequential one when the turn is aborted (issue 23 item 1)', () => {
+  it('never starts: no activity-started, no execute, an aborted result', async () => {
+    const { started, tools } = scripted();
+    const session = createTurnSession({ tools, limits: defaultSidecarLimits, logger: silentLogger });
+    const all = collect(session.events);
+    // p runs; s waits for p; q waits for s. Aborting releases s, whose release grants q's ticket
+    // before q's own abort reaches it.
+    session.call(call('p', 'par'));
+    session.call(call('s', 'seq'));
+    session.call(call('q', 'par'));
+    await flush();
+    expect(started).toEqual(['p']);
+    session.abort('the turn ended');
+    const events = await all;
+    const results = events.flatMap((event) => (event.type === 'result' ? [[event.callId, event.result.error?.code]] : []));
+    expect(results.sort()).toEqual([['p', 'aborted'], ['q', 'aborted'], ['s', 'aborted']]);
+    expect(events.filter((event) => event.type === 'activity-started').map((event) => event.callId)).toEqual(['p']);
+    expect(started).toEqual(['p']);
+  });
+});

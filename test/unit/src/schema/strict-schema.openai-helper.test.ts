@@ -1,7 +1,7 @@
 // Our strict conversion side by side with OpenAI's own helper (`zodResponsesFunction` from
 // `openai/helpers/zod`, openai 6.49, zod v4) on the shared corpus: where the helper produces a strict
 // schema ours is the same (modulo `$defs` naming); where it throws, ours refuses too; every other case
-// is a design note of the README, asserted here as the difference it describes.
+// is a design note of docs/tools.md, asserted here as the difference it describes.
 import { readFileSync } from 'node:fs';
 import { zodResponsesFunction } from 'openai/helpers/zod';
 import { describe, expect, it } from 'vitest';
@@ -98,8 +98,8 @@ describe('strict conversion compared with openai/helpers/zod', () => {
     });
   }
 
-  it('the README explains every difference', () => {
-    const readme = readFileSync(new URL('../../../../README.md', import.meta.url), 'utf8');
+  it('docs/tools.md explains every difference', () => {
+    const readme = readFileSync(new URL('../../../../docs/tools.md', import.meta.url), 'utf8');
     const section = readme.slice(readme.indexOf('## Strict mode'));
     expect(section.length).toBeLessThan(readme.length);
     for (const note of Object.keys(differences)) expect(section, note).toContain(`**${note}**`);
