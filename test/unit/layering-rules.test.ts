@@ -25,6 +25,7 @@ const CLEAN: Record<string, string> = {
   'sidecar/categories/todo.ts': "import { errorMessage } from '../../src/index.js';\nimport type { ControlRequest } from './control/control-messages.js';\nimport { run } from './computer/sandbox/start-process.js';\nexport const tools = (request: ControlRequest) => [errorMessage, run, request];\n",
   'sidecar/categories/control/control-messages.ts': "export type { ControlRequest } from '../../../src/gen/toolruntime/v1/control_plane.js';\n",
   'sidecar/categories/computer/sandbox/start-process.ts': "import { spawn } from 'node:child_process';\nexport const run = spawn;\n",
+  'sidecar/categories/web/process-handle.ts': "import type { ChildProcess } from 'node:child_process';\nexport type Handle = ChildProcess;\n",
   'sidecar/turn/turn-session.ts': "import type { Call } from './turn-event.js';\nexport interface Session { calls: Call[] }\n",
   'sidecar/turn/turn-event.ts': 'export interface Call { id: string }\n',
   'controller/main.ts': "import { listen } from '../src/grpc-server/listen-address.js';\nimport type { ControlRequest } from '../src/gen/toolruntime/v1/control_plane.js';\nimport { spawn } from 'node:child_process';\nexport const main = (request: ControlRequest) => [listen, spawn, request];\n",
