@@ -7,7 +7,7 @@ import { errorMessage, ToolRuntimeError, type LogLevel } from '../src/index.js';
 import type { BrainLimits } from './categories/brain/brain-protocol.js';
 import { defaultCommandEnvAllowList, defaultSidecarLimits, type SidecarConfig, type SidecarLimits } from './config.js';
 import { defaultSandboxSettings, parseNetworkPolicy, parseSandboxMode, type SandboxSettings } from './categories/computer/sandbox/sandbox-policy.js';
-import { isLoopbackAddress } from './grpc/listen-address.js';
+import { isLoopbackAddress } from '../src/grpc-server/listen-address.js';
 import { checkHostPort, parseArgsMessage } from '../src/cli-usage.js';
 import { readMcpServersFile } from './categories/mcp/mcp-servers-file.js';
 import { mcpFlags, parseMcpFlags, type McpCliOptions } from './mcp/parse-mcp-flags.js';

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { errorMessage, ToolRuntimeError, type Logger } from '../../src/index.js';
-import { boundAddress, isLoopbackAddress, listenHost } from '../grpc/listen-address.js';
+import { boundAddress, isLoopbackAddress, listenHost } from '../../src/grpc-server/listen-address.js';
 import { createMcpTurnServer, type McpServeOptions, type McpTurnServer } from './mcp-turn-server.js';
 
 /** The sidecar's Streamable HTTP MCP endpoint, while it listens. */

@@ -1,5 +1,5 @@
 import type { ApprovalPolicy } from '../categories/category.js';
-import { isLoopbackAddress } from '../grpc/listen-address.js';
+import { isLoopbackAddress } from '../../src/grpc-server/listen-address.js';
 
 /** The sidecar's MCP flags, as parseArgs gives them. */
 export const mcpFlags = {

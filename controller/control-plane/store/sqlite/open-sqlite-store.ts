@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type Database from 'better-sqlite3';
 import { errorMessage } from '../../../../src/index.js';
+import type { SqliteStoreContext } from './sqlite-store-context.js';
 import { loadOnFirstUse } from '../../../../src/load-on-first-use.js';
 import { ControlPlaneError } from '../../control-plane-error.js';
 import type { ControlPlaneStore } from '../control-plane-store.js';
@@ -38,13 +39,6 @@ export interface OpenSqliteStoreOptions {
   newId?: () => string;
   /** The migrations to apply (default: all of them; tests pass a prefix). */
   migrations?: readonly SqliteMigration[];
-}
-
-/** What the SQLite parts of the store share. */
-export interface SqliteStoreContext {
-  db: Database.Database;
-  now: () => Date;
-  newId: () => string;
 }
 
 /**
