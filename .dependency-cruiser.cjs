@@ -11,9 +11,6 @@
 const PROCESS_STARTERS = [
   '^sidecar/categories/computer/sandbox/(start-process|sandbox-probe)\\.ts$',
   '^sidecar/categories/computer/process-group-reaper\\.ts$',
-  // TODO(coordinator): found by this rule at the merge of sessions: the pipe mode of a command
-  // session spawns its (sandbox-prepared) argv itself; route it through start-process.ts, then drop this.
-  '^sidecar/categories/computer/sessions/command-session\\.ts$',
 ];
 
 /** The one module through which tools reach control-plane messages. */

@@ -9,5 +9,5 @@ export { hostAllowed, networkProxyFor, startNetworkProxy, type NetworkProxy } fr
 export { defaultSandboxSettings, describeNetwork, effectivePolicy, parseNetworkPolicy, parseSandboxMode } from './sandbox-policy.js';
 export type { NetworkPolicy, SandboxMode, SandboxPolicy, SandboxSettings, TurnSandbox } from './sandbox-policy.js';
 export { BWRAP_ENV, runSandboxProbe, sandboxProbe, sandboxUnavailableError, type SandboxProbe } from './sandbox-probe.js';
-export { policyFor, prepareCommand, sandboxSettingsOf, startProcess, type StartedProcess, type StartProcessOptions } from './start-process.js';
+export { policyFor, prepareCommand, sandboxSettingsOf, spawnPrepared, startProcess, type StartedProcess, type StartProcessOptions } from './start-process.js';
 export { sharedProcessGroupReaper, type ProcessGroupReaper } from '../process-group-reaper.js';

@@ -97,7 +97,7 @@ function killMarked(mark: string): number {
 export async function startProcess(options: StartProcessOptions): Promise<StartedProcess> {
   const mark = randomUUID();
   const exec = await prepareCommand({ ...options, env: { ...options.env, [PROCESS_MARK_ENV]: mark } });
-  const child = spawn(exec.file, exec.args, { cwd: exec.cwd, env: exec.env, detached: true, stdio: options.stdio ?? ['ignore', 'pipe', 'pipe'] });
+  const child = spawnPrepared(exec, options.stdio ?? ['ignore', 'pipe', 'pipe']);
   const pid = child.pid;
   const reaper = options.reaper ?? sharedProcessGroupReaper();
   const sandboxed = options.policy.mode !== 'off';
@@ -125,4 +125,15 @@ export async function startProcess(options: StartProcessOptions): Promise<Starte
       }
     },
   };
+}
+
+/**
+ * Spawns a command line `prepareCommand` made (bwrap in front when sandboxed) in a process group of
+ * its own. The one spawn of a prepared command: `startProcess` uses it, and so does a command
+ * session's pipe mode, which prepares once and tracks the group in its own table (a PTY session
+ * execs the same line through the PTY library). The caller tracks the group with a reaper.
+ * Never throws for a command that fails to exec: `child.pid` is then undefined and `error` fires.
+ */
+export function spawnPrepared(exec: ExecSpec, stdio: StdioOptions): ChildProcess {
+  return spawn(exec.file, exec.args, { cwd: exec.cwd, env: exec.env, detached: true, stdio });
 }

@@ -1,4 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { spawnPrepared } from '../sandbox/index.js';
 import { constants } from 'node:os';
 import { StringDecoder } from 'node:string_decoder';
 import { ToolRuntimeError } from '../../../../src/index.js';
@@ -117,7 +118,7 @@ export class CommandSession {
 
   private startPipes(): void {
     const { exec } = this.options;
-    const child = spawn(exec.file, exec.args, { cwd: exec.cwd, env: exec.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawnPrepared(exec, ['pipe', 'pipe', 'pipe']);
     if (child.pid === undefined) {
       // spawn reports the failure asynchronously; there is no process to track.
       throw new ToolRuntimeError('tool_failed', `the command could not be started: ${exec.file} did not spawn`);
