@@ -30,6 +30,12 @@ const entryPoints = {
   'controller/control-plane-main': 'controller/control-plane-main.ts',
   // Brain's upkeep worker thread (sidecar/categories/brain/start-brain-worker.ts starts it from here).
   'sidecar/brain-worker': 'sidecar/categories/brain/brain-worker.ts',
+  // The package's entries (package.json "exports"): the library, hosting tools, driving sidecars.
+  // Built with the bins so they share chunks: a --tools module loaded by the sidecar bin gets the
+  // same ToolRuntimeError class and zod build as the sidecar itself.
+  'lib/index': 'src/index.ts',
+  'lib/sidecar': 'sidecar/index.ts',
+  'lib/controller': 'controller/index.ts',
 };
 
 /** Copied as they are: [source, destination under dist/]. */
@@ -140,6 +146,8 @@ async function build() {
     if (!written.has(path) && Date.now() - statSync(path).mtimeMs > 3_600_000) rmSync(path, { force: true });
   }
   for (const [source, destination] of assets) cpSync(join(root, source), join(dist, destination), { recursive: true });
+  // What the bundle leaves to node_modules: .ci/pack.mjs derives the package's dependencies from it.
+  writeFileSync(join(root, '.tmp', 'build-metafile.json'), JSON.stringify(result.metafile));
   writeFileSync(stamp, `${new Date().toISOString()}\n`);
   process.stderr.write(`built ${Object.keys(entryPoints).length} entry points into dist/ in ${Date.now() - started} ms\n`);
 }

@@ -17,6 +17,7 @@ const suites: Array<[string, () => Promise<{ run: BenchSuite }>]> = [
   ['telemetry', () => import('./suites/telemetry.js')],
   ['sandbox', () => import('./suites/sandbox.js')],
   ['sessions', () => import('./suites/sessions.js')],
+  ['mcp', () => import('./suites/mcp.js')],
 ];
 
 function format(value: number): string {

@@ -15,6 +15,8 @@ export interface CliOptions {
   /** `HOST:PORT` of a running sidecar; one is started when absent. */
   sidecar?: string;
   tokenFile?: string;
+  /** `--mcp-servers FILE`: MCP servers the started sidecar mounts (docs/mcp.md). */
+  mcpServers?: string;
   /** Use the embedded model (no key, no network). */
   embedded: boolean;
   baseURL?: string;
@@ -60,6 +62,7 @@ Options:
   --workspace DIR         the sidecar's workspace (default: a temporary copy of controller/sample-workspace)
   --sidecar HOST:PORT     use a running sidecar instead of starting one
   --token-file FILE       bearer token for --sidecar (first line of FILE)
+  --mcp-servers FILE      MCP servers whose tools the sidecar mounts (deferred; docs/mcp.md)
   --base-url URL          a Responses API endpoint (default: OPENAI_BASE_URL; with neither a key nor
                           a URL, the embedded scripted model is used)
   --model NAME            the model (default: gpt-5.4; the embedded model ignores it)
@@ -127,6 +130,7 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
         workspace: { type: 'string' },
         sidecar: { type: 'string' },
         'token-file': { type: 'string' },
+        'mcp-servers': { type: 'string' },
         'base-url': { type: 'string' },
         model: { type: 'string' },
         embedded: { type: 'boolean' },
@@ -186,6 +190,7 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
   if (sandbox !== undefined && parsed.sidecar) throw new ToolRuntimeError('invalid_request', '--sandbox is for the sidecar the CLI starts; a running --sidecar has its own');
   if (parsed['token-file'] && !parsed.sidecar) throw new ToolRuntimeError('invalid_request', '--token-file goes with --sidecar');
   if (parsed.sidecar && parsed.workspace) throw new ToolRuntimeError('invalid_request', '--workspace starts a sidecar; it cannot be used with --sidecar');
+  if (parsed.sidecar && parsed['mcp-servers']) throw new ToolRuntimeError('invalid_request', '--mcp-servers goes to a sidecar this command starts; give it to the --sidecar one yourself');
   if (parsed.stream && parsed['no-stream']) throw new ToolRuntimeError('invalid_request', 'choose one of --stream and --no-stream');
   return {
     help: parsed.help === true,
@@ -194,6 +199,7 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
     ...(sandbox ? { sandbox } : {}),
     ...(parsed.sidecar ? { sidecar: parsed.sidecar } : {}),
     ...(parsed['token-file'] ? { tokenFile: parsed['token-file'] } : {}),
+    ...(parsed['mcp-servers'] ? { mcpServers: parsed['mcp-servers'] } : {}),
     embedded,
     ...(baseURL && !embedded ? { baseURL } : {}),
     ...(apiKey ? { apiKey } : {}),

@@ -1,7 +1,7 @@
 import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { runtimePath } from '../src/runtime-path.js';
 import type { CliOptions } from './cli-options.js';
 import { describeSidecarSandbox, spawnSidecar } from './sidecar-client/spawn-sidecar.js';
@@ -28,7 +28,7 @@ export interface CliSidecar {
  *   `signal` aborts; a file error for an unreadable `--token-file` or a failed copy.
  */
 export async function connectCliSidecar(
-  options: Pick<CliOptions, 'sidecar' | 'tokenFile' | 'workspace' | 'sandbox'> & { dataDir?: string; hide?: readonly string[] },
+  options: Pick<CliOptions, 'sidecar' | 'tokenFile' | 'workspace' | 'sandbox' | 'mcpServers'> & { dataDir?: string; hide?: readonly string[] },
   cleanups: Array<() => Promise<void>>,
   signal: AbortSignal,
   progress: (line: string) => void,
@@ -36,7 +36,7 @@ export async function connectCliSidecar(
   const token = options.tokenFile ? readFileSync(options.tokenFile, 'utf8').split('\n')[0]?.trim() : undefined;
   if (options.sidecar) return { address: options.sidecar, ...(token ? { token } : {}) };
   let workspace = options.workspace;
-  const extraArgs: string[] = [];
+  const extraArgs: string[] = options.mcpServers ? ['--mcp-servers', resolve(options.mcpServers)] : [];
   if (!workspace) {
     const scratch = mkdtempSync(join(tmpdir(), 'controller-'));
     cleanups.push(() => rm(scratch, { recursive: true, force: true }));

@@ -3,7 +3,7 @@ import { createWriteStream } from 'node:fs';
 import { errorMessage, isToolRuntimeError } from '../src/index.js';
 import { createTerminalApprover, denyWithoutTerminal, recordApprovals } from './approvals/terminal-approver.js';
 import { connectCliSidecar, createCliModel } from './cli-services.js';
-import type { EarlySidecar } from './start-early-sidecar.js';
+import type { CliIo } from './cli-io.js';
 import { parseCliOptions, USAGE, type CliOptions } from './cli-options.js';
 import { runTurn, type TurnOutcome } from './loop/run-turn.js';
 import type { TurnEvent, TurnStatus } from './loop/turn-events.js';
@@ -16,27 +16,11 @@ import { createTurnControlPlane } from './control-plane/cli/turn-control-plane.j
 import { renderRunnerEvent } from './control-plane/cli/workflow-run-command.js';
 import { startControllerTelemetry } from './telemetry/controller-telemetry.js';
 
+export type { CliIo } from './cli-io.js';
+
 
 /** Exit codes of turn statuses other than 0 (completed, terminated) and 1 (any other failure). */
 export const EXIT_CODES: Partial<Record<TurnStatus, number>> = { incomplete: 3, model_failed: 4 };
-
-/** What the CLI needs from its process. */
-export interface CliIo {
-  argv: string[];
-  env: NodeJS.ProcessEnv;
-  stdout: NodeJS.WritableStream;
-  stderr: NodeJS.WritableStream;
-  /** Ctrl-C: aborts the turn and stops the sidecar. */
-  signal: AbortSignal;
-  /** Where approvals are answered (default `process.stdin`). */
-  stdin?: NodeJS.ReadableStream;
-  /** Whether a person is at `stdin` (default `process.stdin.isTTY`); without one, approvals are denied. */
-  isTerminal?: boolean;
-  /** Called once the model turn has ended (what follows: waiting for workflow runs, the console serving on). */
-  onTurnEnded?: () => void;
-  /** The sidecar child `npm start` began before loading this module (`startEarlySidecar`), used instead of starting one. */
-  earlySidecar?: EarlySidecar;
-}
 
 /**
  * The controller CLI: one text turn from one command. Returns the exit code (0 completed, 1 failed

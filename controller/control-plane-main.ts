@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 // `npm run controller -- COMMAND ...`: the control plane's commands. Wiring only.
 import { runWorkflowCommand } from './control-plane/cli/workflow-run-command.js';
 import { runApprovalsCommand } from './control-plane/approvals/approvals-command.js';

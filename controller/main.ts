@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 // `npm start`: one agent turn from one command. Wiring only; the CLI lives in cli.ts.
 import { setFlagsFromString } from 'node:v8';
 import { startEarlySidecar } from './start-early-sidecar.js';

@@ -6,6 +6,8 @@ import { openStdinLifeline, type StdinLifeline } from './open-stdin-lifeline.js'
 import { parseSidecarArgs, sidecarHelpRequested, type SidecarCliOptions } from './parse-sidecar-args.js';
 import { sandboxReport } from './sandbox-report.js';
 import { createSidecarServer } from './server.js';
+import { loadToolModules, withToolCategories, type LoadedToolCategory } from './tool-modules.js';
+import type { McpHttpListener } from './mcp/mcp-http-listener.js';
 import { SIDECAR_USAGE } from './sidecar-usage.js';
 import { startSidecarTelemetry, type SidecarTelemetry } from './telemetry/sidecar-telemetry.js';
 
@@ -41,6 +43,18 @@ export async function runSidecarCli(
     process.exit(isToolRuntimeError(error) ? 2 : 1);
   }
   const logger = createJsonLogger({ level: parsed.logLevel, fields: { component: 'sidecar' } });
+  // Users' modules load before the sidecar listens: a --tools that cannot load stops the start-up
+  // with its name, rather than a sidecar that serves without the tools it was asked for.
+  let toolCategories: LoadedToolCategory[] = [];
+  try {
+    toolCategories = await loadToolModules(parsed.toolModules, { baseDir: process.env.INIT_CWD ?? process.cwd() });
+    if (toolCategories.length > 0) {
+      logger.info('tool categories loaded', { categories: toolCategories.map((category) => ({ name: category.name, module: category.module, workflowTask: category.workflowTask === true })) });
+    }
+  } catch (error) {
+    process.stderr.write(`tools-runtime sidecar: ${errorMessage(error)}\n`);
+    process.exit(2);
+  }
   // Telemetry (traces, metrics) only when OTEL_* or --metrics-listen asks: otherwise no OpenTelemetry module loads.
   let telemetry: SidecarTelemetry | undefined;
   try {
@@ -50,10 +64,32 @@ export async function runSidecarCli(
     process.exit(isToolRuntimeError(error) ? 2 : 1);
   }
   if (telemetry?.metricsUrl) {
-    process.stdout.write(`${JSON.stringify({ event: 'metrics', url: telemetry.metricsUrl })}\n`);
+    // Under --mcp stdio, stdout carries only the protocol.
+    (parsed.mcp?.stdio ? process.stderr : process.stdout).write(`${JSON.stringify({ event: 'metrics', url: telemetry.metricsUrl })}\n`);
     logger.info('metrics listening', { url: telemetry.metricsUrl });
   }
-  const catalogs = options.createCatalogs(parsed.config, { logger });
+  const catalogs = withToolCategories(options.createCatalogs(parsed.config, { logger }), toolCategories, { logger });
+  const mcp = parsed.mcp && { catalogs, config: parsed.config, logger, agentId: parsed.mcp.agentId, approvalPolicy: parsed.mcp.approvalPolicy };
+  if (mcp && parsed.mcp?.stdio) {
+    // MCP on stdin/stdout instead of the gRPC port: the client's exit (stdin's end) ends the sidecar.
+    // Loaded only here: the MCP SDK (about 250 KB built) is not on a plain sidecar's start-up path.
+    const { serveMcpStdio } = await import('./mcp/serve-mcp-stdio.js');
+    await serveMcpStdio({
+      ...mcp,
+      onEnd: (why) => {
+        logger.info('mcp client gone; exiting', { why });
+        void Promise.resolve(catalogs.close?.())
+          .then(() => telemetry?.shutdown())
+          .finally(() => process.exit(0));
+      },
+    });
+    const exit = () => void Promise.resolve(catalogs.close?.()).finally(() => process.exit(0));
+    process.on('SIGTERM', exit);
+    process.on('SIGINT', exit);
+    catalogs.warm?.();
+    reportSandbox(parsed.config, logger, false);
+    return;
+  }
   const server = createSidecarServer({
     catalogs,
     config: parsed.config,
@@ -71,12 +107,22 @@ export async function runSidecarCli(
     logger.error('could not listen', { address: parsed.listen, error: errorMessage(error) });
     process.exit(isToolRuntimeError(error) ? 2 : 1);
   }
+  let mcpHttp: McpHttpListener | undefined;
+  if (mcp && parsed.mcp?.listen) {
+    try {
+      const { startMcpHttpListener } = await import('./mcp/mcp-http-listener.js');
+      mcpHttp = await startMcpHttpListener({ ...mcp, address: parsed.mcp.listen, maxBodyBytes: parsed.config.limits.maxMessageBytes, ...(parsed.token ? { token: parsed.token } : {}) });
+    } catch (error) {
+      logger.error('could not serve MCP', { address: parsed.mcp.listen, error: errorMessage(error) });
+      process.exit(isToolRuntimeError(error) ? 2 : 1);
+    }
+  }
   let stopping = false;
   const stop = (why: { signal: NodeJS.Signals } | { lifeline: string }) => {
     if (stopping) return;
     stopping = true;
     logger.info('draining', why);
-    server.close().then(
+    Promise.all([server.close(), mcpHttp?.close()]).then(
       async () => {
         // Closing the catalogs stops the Brain worker (it finishes the batch in hand).
         await catalogs.close?.();
@@ -103,12 +149,18 @@ export async function runSidecarCli(
   });
   // Only now, with the handlers in place: a spawner that signals as soon as it reads this line
   // gets a drain, not the default action of SIGTERM.
+  if (mcpHttp) process.stdout.write(`${JSON.stringify({ event: 'mcp-listening', url: mcpHttp.url })}\n`);
   process.stdout.write(`${JSON.stringify({ event: 'listening', address })}\n`);
   catalogs.warm?.();
   // After the listening line: the probe (a bwrap run, some milliseconds) is off the start-up path;
   // a command that comes first waits for the same probe.
-  void sandboxReport(parsed.config).then((report) => {
-    process.stdout.write(`${JSON.stringify(report)}\n`);
+  reportSandbox(parsed.config, logger, true);
+}
+
+/** The sandbox's start-up line: on stdout (unless stdout is the MCP protocol's) and in the log. */
+function reportSandbox(config: SidecarConfig, logger: Logger, toStdout: boolean): void {
+  void sandboxReport(config).then((report) => {
+    if (toStdout) process.stdout.write(`${JSON.stringify(report)}\n`);
     const { event: _event, ...fields } = report;
     if (!report.ok) logger.error('sandbox unavailable: run_command and every process-starting tool refuse each call', fields);
     else if (report.mode === 'off') logger.warn('sandbox off (--sandbox off)', fields);

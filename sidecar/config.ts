@@ -1,4 +1,5 @@
 import type { BrainLimits } from './categories/brain/brain-protocol.js';
+import type { McpServerSpec } from './categories/mcp/mcp-servers-file.js';
 import type { SandboxSettings } from './categories/computer/sandbox/sandbox-policy.js';
 
 /**
@@ -94,6 +95,8 @@ export interface SidecarConfig {
   brainLimits?: Partial<BrainLimits>;
   /** Folder of skills (each a folder with SKILL.md); no skills when unset. */
   skillsDir?: string;
+  /** MCP servers whose tools join text turns (`--mcp-servers FILE`), one namespace each, deferred. */
+  mcpServers?: McpServerSpec[];
   limits: SidecarLimits;
   /**
    * The sandbox every process started for the model runs in, and the file tools obey (`--sandbox`,

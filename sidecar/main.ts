@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 // `npm run sidecar -- --workspace DIR [flags]`: wiring only; see sidecar/cli.ts for the flags.
 import { runSidecarCli } from './cli.js';
 import { createLazyCatalogs } from './lazy-catalogs.js';

@@ -7,8 +7,10 @@ import { errorMessage, ToolRuntimeError, type LogLevel } from '../src/index.js';
 import type { BrainLimits } from './categories/brain/brain-protocol.js';
 import { defaultCommandEnvAllowList, defaultSidecarLimits, type SidecarConfig, type SidecarLimits } from './config.js';
 import { defaultSandboxSettings, parseNetworkPolicy, parseSandboxMode, type SandboxSettings } from './categories/computer/sandbox/sandbox-policy.js';
-import { isLoopbackAddress } from './grpc/listen-address.js';
+import { isLoopbackAddress } from '../src/grpc-server/listen-address.js';
 import { checkHostPort, parseArgsMessage } from '../src/cli-usage.js';
+import { readMcpServersFile } from './categories/mcp/mcp-servers-file.js';
+import { mcpFlags, parseMcpFlags, type McpCliOptions } from './mcp/parse-mcp-flags.js';
 import type { SidecarTls } from './server.js';
 
 /** What the sidecar's flags say. */
@@ -23,6 +25,10 @@ export interface SidecarCliOptions {
   metricsListen?: string;
   /** `--exit-on-stdin-eof`: shut down when stdin reaches EOF (the spawner's lifeline). */
   exitOnStdinEof: boolean;
+  /** `--tools MODULE` (repeatable): modules of users' own tool categories, in order (tool-modules.ts). */
+  toolModules: string[];
+  /** `--mcp stdio` / `--mcp-listen ADDR`: serve the tools over MCP too (mcp/parse-mcp-flags.ts). */
+  mcp?: McpCliOptions;
 }
 
 /** A usage error: the CLI prints it and exits 2. */
@@ -72,6 +78,8 @@ const flags = {
   network: { type: 'string' },
   hide: { type: 'string', multiple: true },
   'allow-unsandboxed': { type: 'boolean' },
+  tools: { type: 'string', multiple: true },
+  ...mcpFlags,
 } as const;
 
 const limitFlags: Array<[keyof typeof flags, keyof SidecarLimits]> = [
@@ -203,6 +211,13 @@ export function parseSidecarArgs(argv: string[], env: NodeJS.ProcessEnv = proces
     config.brainLimits = { ...config.brainLimits, [key]: value };
   }
   if (values.skills) config.skillsDir = existingDir('skills', values.skills);
+  if (values['mcp-servers']) {
+    try {
+      config.mcpServers = readMcpServersFile(values['mcp-servers']);
+    } catch (error) {
+      throw new SidecarUsageError(errorMessage(error));
+    }
+  }
 
   let token: string | undefined;
   if (values['token-file']) {
@@ -239,9 +254,15 @@ export function parseSidecarArgs(argv: string[], env: NodeJS.ProcessEnv = proces
     tls,
     config,
     exitOnStdinEof: values['exit-on-stdin-eof'] === true,
+    toolModules: values.tools ?? [],
+    ...withMcp(parseMcpFlags(values, { hasToken: token !== undefined, usageError: (message) => new SidecarUsageError(message) })),
     ...(values['metrics-listen'] !== undefined ? { metricsListen: values['metrics-listen'] } : {}),
   };
 }
+
+const withMcp = (mcp: McpCliOptions | undefined) => (mcp ? { mcp } : {});
+/** The MCP servers' header files (tokens): hidden like the sidecar's other secrets. */
+const mcpSecretFiles = (config: SidecarConfig) => (config.mcpServers ?? []).flatMap((server) => (server.transport === 'http' ? (server.secretFiles ?? []) : []));
 
 /**
  * `--sandbox`, `--network`, `--hide` and `--allow-unsandboxed` as settings. The sidecar hides, on
@@ -249,7 +270,7 @@ export function parseSidecarArgs(argv: string[], env: NodeJS.ProcessEnv = proces
  * key, the web search key file. The state folder's `mcporter` folder stays readable (skills tell
  * the model to run the wrapper and configuration written there).
  */
-function sandboxSettings(values: { sandbox?: string; network?: string; hide?: string[]; 'allow-unsandboxed'?: boolean; 'token-file'?: string; 'tls-key'?: string; 'web-search-key-file'?: string }, config: SidecarConfig): SandboxSettings {
+function sandboxSettings(values: { sandbox?: string; network?: string; hide?: string[]; 'allow-unsandboxed'?: boolean; 'token-file'?: string; 'tls-key'?: string; 'web-search-key-file'?: string; 'mcp-servers'?: string }, config: SidecarConfig): SandboxSettings {
   const settings = defaultSandboxSettings();
   try {
     if (values.sandbox !== undefined) settings.mode = parseSandboxMode(values.sandbox);
@@ -272,7 +293,7 @@ function sandboxSettings(values: { sandbox?: string; network?: string; hide?: st
     if (given.trim() === '') throw new SidecarUsageError('--hide: expected a path, got an empty string');
     if (resolve(given) === '/') throw new SidecarUsageError('--hide /: hiding the whole file system leaves nothing to run');
   }
-  const own = [config.stateDir, values['token-file'], values['tls-key'], values['web-search-key-file']].filter((file): file is string => file !== undefined);
+  const own = [config.stateDir, values['token-file'], values['tls-key'], values['web-search-key-file'], values['mcp-servers'], ...mcpSecretFiles(config)].filter((file): file is string => file !== undefined);
   settings.hide = [...new Set([...own, ...(values.hide ?? [])].map((file) => resolve(file)))];
   settings.readable = [join(config.stateDir, 'mcporter')];
   settings.allowUnsandboxed = values['allow-unsandboxed'] === true;

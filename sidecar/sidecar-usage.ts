@@ -63,6 +63,20 @@ Commands and tools:
   --brain-max-pages N, --brain-max-page-bytes N, --brain-max-total-bytes N
                               the Brain's caps
   --skills DIR                skills, one folder each with a SKILL.md
+  --tools MODULE              your own tool categories: an ES module path (resolved against the
+                              directory npm or the shell ran in) or a package name whose default
+                              export is { name, create } or an array of them (repeatable; after
+                              the built-in categories, in this order)
+  --mcp-servers F             MCP servers whose tools join text turns, deferred, a namespace each
+                              ({"mcpServers": {"NAME": {"command": ...} | {"url": ...}}}; docs/mcp.md)
+
+MCP (the tools served to MCP clients; one session = one long text turn; docs/mcp.md):
+  --mcp stdio                 serve MCP on stdin/stdout instead of gRPC; exits when stdin ends
+  --mcp-listen ADDR           serve MCP (Streamable HTTP) at http://ADDR/mcp beside gRPC; the
+                              --listen rules and --token-file apply; a non-loopback Origin gets 403
+  --mcp-agent ID              the agent MCP sessions act as (default mcp)
+  --mcp-approve MODE          none | destructive | not_read_only (default destructive): calls that
+                              need approval, asked by elicitation, denied when the client cannot
   --help                      this text
 
 Exit status: 0 after a drain; 2 on bad usage (with a message on stderr); 1 when it cannot start.`;

@@ -5,6 +5,7 @@ import { createBrainTools } from './categories/brain.js';
 import { BrainIndex } from './categories/brain/brain-index.js';
 import type { Catalogs } from './categories/category.js';
 import { createComputerTools } from './categories/computer.js';
+import { createMcpServersState, createMcpServerTools } from './categories/mcp-servers.js';
 import { SessionTable } from './categories/computer/sessions/session-table.js';
 import { createScheduleTools } from './categories/schedule.js';
 import { createSkillsProjection, createSkillsState } from './categories/skills.js';
@@ -42,6 +43,9 @@ export function createCatalogs(config: SidecarConfig, options: { logger?: Logger
   const getBrainIndex = () => brainIndex;
   // Command sessions belong to the agent, not the turn: one table for the sidecar's life.
   const sessions = new SessionTable({ limits: { maxBufferedChars: config.limits.maxResultTextChars } });
+  // Mounted MCP servers start with the catalogs (after the sidecar listens) and live as long.
+  const mcpServers = createMcpServersState(config, { logger });
+  mcpServers.start();
   return {
     text: [
       (context) => createTodoTools(context, todoStore),
@@ -53,6 +57,7 @@ export function createCatalogs(config: SidecarConfig, options: { logger?: Logger
       (context) => createBackgroundJobTools(context),
       (context) => createWorkflowTools(context),
       (context) => createSkillsProjection(context, skills),
+      (context) => createMcpServerTools(context, mcpServers),
     ],
     workflowTask: [
       (context) => createWebTools(context),
@@ -63,7 +68,7 @@ export function createCatalogs(config: SidecarConfig, options: { logger?: Logger
       await sessions.close();
       const index = brainIndex;
       brainIndex = undefined;
-      await index?.close();
+      await Promise.all([index?.close(), mcpServers.close()]);
     },
   };
 }

@@ -1,4 +1,8 @@
-// The public API of the shared library: named exports only.
+// The public API of the shared library, and the package's main entry (`tools-runtime`): named
+// exports only. Defining tools, converting their schemas, repairing and validating a model's
+// arguments. Internals (the repair ladder's steps, the ajv cache, the tool map) are imported from
+// their own modules by the code and tests that need them; `tools-runtime/sidecar` hosts tools and
+// `tools-runtime/controller` drives sidecars.
 export { ToolRuntimeError, isToolRuntimeError, errorMessage, type ToolRuntimeErrorCode } from './errors.js';
 export { type JSONValue, type JSONObject, isJSONObject } from './json.js';
 export { createJsonLogger, silentLogger, type Logger, type LogLevel } from './logger.js';
@@ -31,16 +35,8 @@ export {
   type StrictSchemaRefusal,
   type StrictSchemaSource,
 } from './schema/strict-schema.js';
-export { collectToolSchemas, toolParameters, toolKey, type ToolSchema } from './schema/collect-tool-schemas.js';
-export { agentToolMap } from './tool/agent-tool-map.js';
-export {
-  repairArguments,
-  extractCodeFence,
-  findBalancedEnd,
-  MAX_REPAIR_DEPTH,
-  type RepairStep,
-  type RepairResult,
-} from './arguments/repair-arguments.js';
+export { collectToolSchemas, type ToolSchema } from './schema/collect-tool-schemas.js';
+export { repairArguments, type RepairStep, type RepairResult } from './arguments/repair-arguments.js';
 export {
   validateToolArguments,
   DEFAULT_MAX_ARGUMENT_BYTES,
@@ -48,6 +44,3 @@ export {
   type ValidateToolArgumentsResult,
   type ArgumentsError,
 } from './arguments/validate-tool-arguments.js';
-export { prepareStrictArguments, type StrictArgumentsResult } from './arguments/strict-zod-arguments.js';
-export { compileJsonSchema, type CompiledJsonSchema } from './arguments/json-schema-validator.js';
-export { formatIssues, type ArgumentIssue } from './arguments/format-issues.js';

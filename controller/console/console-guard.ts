@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
-import { isLoopbackAddress } from '../../sidecar/grpc/listen-address.js';
+import { isLoopbackAddress } from '../../src/grpc-server/listen-address.js';
 
 /** Options of `consoleGuard`. */
 export interface ConsoleGuardOptions {

@@ -7,7 +7,7 @@ import { Hono, type Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { errorMessage, isToolRuntimeError, ToolRuntimeError } from '../../src/index.js';
 import type { ControlReply, ControlRequest } from '../../src/gen/toolruntime/v1/control_plane.js';
-import { listenHost } from '../../sidecar/grpc/listen-address.js';
+import { listenHost } from '../../src/grpc-server/listen-address.js';
 import { isControlPlaneError } from '../control-plane/control-plane-error.js';
 import { consoleGuard } from './console-guard.js';
 import { readConsoleState, type ConsoleSources } from './console-state.js';

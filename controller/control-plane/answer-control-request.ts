@@ -3,41 +3,11 @@ import type { ControlReply, ControlRequest } from '../../src/gen/toolruntime/v1/
 import { ControlPlaneError, isControlPlaneError } from './control-plane-error.js';
 import type { ControlPlaneStore } from './store/control-plane-store.js';
 import { workflowControlHandlers } from './workflows/workflow-control-handlers.js';
-import { scheduleJobControlHandlers, type ScheduleJobHooks } from './schedule-job-control-handlers.js';
+import { scheduleJobControlHandlers } from './schedule-job-control-handlers.js';
 import { defaultWorkflowLimits, type WorkflowLimits } from './workflows/validate-workflow-definition.js';
+import type { ControlContext, ControlHandler, ControlHandlers, ControlHooks } from './control-handler.js';
 
-/** The workflow runner of this process, as the control handlers reach it. */
-export interface WorkflowRunnerHook {
-  /** A run was just created here: start claiming its tasks. */
-  adopt(runId: string): void;
-  /** A run was cancelled in the store: abort its running task turns now. */
-  cancelled(runId: string, reason: string): void;
-}
-
-/** What the handlers may call besides the store. Every member is optional. */
-export interface ControlHooks {
-  workflowRunner?: WorkflowRunnerHook;
-  schedulesAndJobs?: ScheduleJobHooks;
-}
-
-/** What a handler gets besides its request. */
-export interface ControlContext {
-  store: ControlPlaneStore;
-  hooks: ControlHooks;
-  limits: WorkflowLimits;
-}
-
-type RequestCase = NonNullable<ControlRequest['request']>;
-type ReplyCase = NonNullable<ControlReply['reply']>;
-
-/** One operation's handler. Its value's `agent_id` is already the agent it acts for. */
-export type ControlHandler<C extends RequestCase['$case']> = (
-  value: Extract<RequestCase, { $case: C }>['value'],
-  context: ControlContext,
-) => Promise<ReplyCase>;
-
-/** Handlers by request case. */
-export type ControlHandlers = { [C in RequestCase['$case']]?: ControlHandler<C> };
+export type { ControlContext, ControlHandler, ControlHandlers, ControlHooks, WorkflowRunnerHook } from './control-handler.js';
 
 /** The dispatch table: each domain adds its handlers here, one line each. */
 const handlers: ControlHandlers = {

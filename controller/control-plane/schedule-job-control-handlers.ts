@@ -1,22 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { JobState, type Job, type Schedule } from '../../src/gen/toolruntime/v1/control_plane.js';
-import type { ControlContext, ControlHandlers } from './answer-control-request.js';
+import type { ControlContext, ControlHandlers } from './control-handler.js';
+import type { ScheduleJobHooks, ScheduleJobLimits } from './schedule-job-hooks.js';
 import { ControlPlaneError } from './control-plane-error.js';
 import { nextFireAfter, parseScheduleTiming, type ScheduleTiming } from './schedules/schedule-timing.js';
 import type { JobRecord, JobStatus } from './store/job-store.js';
 import type { ScheduleRecord } from './store/schedule-store.js';
 
-/** Bounds on what agents (and operators) may ask of the schedules and jobs. */
-export interface ScheduleJobLimits {
-  /** Schedules one agent may have (default 50). */
-  maxSchedulesPerAgent: number;
-  /** Jobs one agent may have queued or running (default 20). */
-  maxActiveJobsPerAgent: number;
-  /** Characters in a schedule's or job's prompt (default 8,000). */
-  maxPromptChars: number;
-  /** Most rows a list returns (default 200; a request's `limit` 0 means 50). */
-  maxListLimit: number;
-}
+export type { ScheduleJobHooks, ScheduleJobLimits } from './schedule-job-hooks.js';
 
 /** The defaults of `ScheduleJobLimits`. */
 export const DEFAULT_SCHEDULE_JOB_LIMITS: ScheduleJobLimits = {
@@ -25,18 +16,6 @@ export const DEFAULT_SCHEDULE_JOB_LIMITS: ScheduleJobLimits = {
   maxPromptChars: 8_000,
   maxListLimit: 200,
 };
-
-/** What a `serve` process lends the schedule and job handlers: its runners, limits and clock. */
-export interface ScheduleJobHooks {
-  limits?: Partial<ScheduleJobLimits>;
-  clock?: () => number;
-  /** A schedule was created or deleted: the scheduler looks again. */
-  onScheduleChanged?: () => void;
-  /** A job was queued: the job runner looks again. */
-  onJobQueued?: () => void;
-  /** A job was cancelled in the store: its turn, if it runs here, is aborted. */
-  onJobCancelled?: (jobId: string, reason: string) => void;
-}
 
 /**
  * The schedule and job operations of the control plane (`schedule_*`, `job_*` tools and their

@@ -2,7 +2,7 @@
  * The sidecar client's domain types: what the proto carries, decoded into plain objects
  * (`parameters` parsed, enums as strings, JSON payloads parsed).
  */
-import type { TurnTrace } from '../telemetry/controller-telemetry.js';
+import type { TurnTrace } from '../telemetry/turn-trace.js';
 import type { JSONObject } from '../../src/index.js';
 import type { ControlReply, ControlRequest } from '../../src/gen/toolruntime/v1/control_plane.js';
 

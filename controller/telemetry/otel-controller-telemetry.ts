@@ -6,7 +6,8 @@ import { startOtel } from '../../src/telemetry/start-otel.js';
 import type { TelemetryConfig } from '../../src/telemetry/telemetry-config.js';
 import type { ModelResponse, ResponsesModel } from '../model/responses-model.js';
 import type { ToolTurn } from '../sidecar-client/sidecar-types.js';
-import type { ControllerTelemetry, TurnTrace } from './controller-telemetry.js';
+import type { ControllerTelemetry } from './controller-telemetry-types.js';
+import type { TurnTrace } from './turn-trace.js';
 
 /** A turn's `invoke_agent` span started as its stream opened. */
 interface BegunTurn {

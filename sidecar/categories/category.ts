@@ -1,4 +1,5 @@
-import type { WorkerAgentTool } from '../../src/index.js';
+import { ToolRuntimeError, type WorkerAgentTool } from '../../src/index.js';
+import { toolKey } from '../../src/schema/collect-tool-schemas.js';
 import type { SidecarConfig } from '../config.js';
 import type { TurnSandbox } from './computer/sandbox/sandbox-policy.js';
 import type { ControlChannel } from '../turn/client-requests.js';
@@ -61,9 +62,17 @@ export interface CategoryOutput {
  * A category creator: builds one category's tools for a turn, `[]` where the category is
  * unavailable. Sidecar-lifetime state (stores, indexes, caches) lives in the closure that makes it.
  */
-export type CategoryCreator = (
+export type CategoryCreator = ((
   context: CategoryContext,
-) => WorkerAgentTool[] | CategoryOutput | Promise<WorkerAgentTool[] | CategoryOutput>;
+) => WorkerAgentTool[] | CategoryOutput | Promise<WorkerAgentTool[] | CategoryOutput>) & {
+  /**
+   * Set on the creators of users' own categories (`--tools`, `startSidecar({ categories })`): a
+   * throw, or a tool whose name an earlier category already took, costs this category only (it
+   * offers nothing this turn and `onFailure` is told why); the built-in categories' errors fail
+   * the assembly as before.
+   */
+  isolated?: { onFailure(error: unknown): void };
+};
 
 /** The two ordered catalogs of the seed. */
 export interface Catalogs {
@@ -79,14 +88,36 @@ export interface AssembledToolSet {
 
 /**
  * Runs the catalog for the turn's kind, in order, and concatenates what the creators return.
- * Throws what a creator throws.
+ * Throws what a creator throws, except an `isolated` creator's: its category is left out.
  */
 export async function assembleToolSet(catalogs: Catalogs, context: CategoryContext): Promise<AssembledToolSet> {
   const creators = context.turn.kind === 'workflow_task' ? catalogs.workflowTask : catalogs.text;
   const tools: WorkerAgentTool[] = [];
   const instructions: string[] = [];
   for (const create of creators) {
-    const output = await create(context);
+    let output: WorkerAgentTool[] | CategoryOutput;
+    if (create.isolated) {
+      try {
+        output = await create(context);
+        const offered: unknown = Array.isArray(output) ? output : output?.tools;
+        if (!Array.isArray(offered) || offered.some((tool) => typeof tool?.name !== 'string' || typeof tool.execute !== 'function')) {
+          throw new ToolRuntimeError('invalid_definition', 'its creator returned something other than tools or { tools, instructions } (make tools with defineWorkerTool)');
+        }
+        const taken = new Set(tools.map((tool) => toolKey(tool.name, tool.namespace)));
+        for (const tool of Array.isArray(output) ? output : output.tools) {
+          const key = toolKey(tool.name, tool.namespace);
+          if (taken.has(key)) throw new ToolRuntimeError('duplicate_tool', `its tool ${JSON.stringify(key)} has the name of a tool an earlier category offers`);
+          taken.add(key);
+        }
+      } catch (error) {
+        // The turn's own end is no failure of the category: let the abort end the assembly.
+        if (context.signal.aborted) throw error;
+        create.isolated.onFailure(error);
+        continue;
+      }
+    } else {
+      output = await create(context);
+    }
     if (Array.isArray(output)) {
       tools.push(...output);
     } else {

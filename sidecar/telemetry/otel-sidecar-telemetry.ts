@@ -2,8 +2,8 @@
 import { startOtel } from '../../src/telemetry/start-otel.js';
 import type { TelemetryConfig } from '../../src/telemetry/telemetry-config.js';
 import { SECONDS_BUCKETS } from '../../src/telemetry/seconds-buckets.js';
-import type { SidecarTelemetry } from './sidecar-telemetry.js';
-import { traceTurnSession, type SidecarInstruments } from './trace-turn-session.js';
+import type { SidecarInstruments, SidecarTelemetry } from './sidecar-telemetry-types.js';
+import { traceTurnSession } from './trace-turn-session.js';
 
 /**
  * The sidecar's telemetry over a started SDK: a `toolruntime.v1.ToolSidecarService/Turn` span per

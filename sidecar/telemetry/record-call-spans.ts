@@ -4,7 +4,7 @@ import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Co
 import type { OtelRuntime } from '../../src/telemetry/start-otel.js';
 import type { CallResult } from '../turn/turn-event.js';
 import { REQUEST_LIMITS } from '../turn/bound-request.js';
-import type { SidecarInstruments } from './trace-turn-session.js';
+import type { SidecarInstruments } from './sidecar-telemetry-types.js';
 
 /** The gRPC attributes of every sidecar span about the Turn stream. */
 export const RPC = { 'rpc.system': 'grpc', 'rpc.service': 'toolruntime.v1.ToolSidecarService', 'rpc.method': 'Turn' } as const;

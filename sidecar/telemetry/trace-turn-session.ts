@@ -1,23 +1,15 @@
 // Loaded lazily, only when telemetry is configured: observes a turn session from outside, so the
 // session and execute-call have no telemetry code on their hot path.
-import { ROOT_CONTEXT, SpanKind, trace, type Counter, type Histogram, type Link, type UpDownCounter } from '@opentelemetry/api';
-import { errorMessage, toolKey, validateToolArguments, type Logger } from '../../src/index.js';
+import { ROOT_CONTEXT, SpanKind, trace, type Link } from '@opentelemetry/api';
+import { errorMessage, validateToolArguments, type Logger } from '../../src/index.js';
+import { toolKey } from '../../src/schema/collect-tool-schemas.js';
 import type { OtelRuntime } from '../../src/telemetry/start-otel.js';
 import type { TurnContext } from '../categories/category.js';
 import type { TurnEvent } from '../turn/turn-event.js';
 import type { TurnEventSource, TurnSession } from '../turn/turn-session.js';
 import { newCallTrace, openCallSpan, recordCallSpans, RPC, UNVALIDATED, type CallSpanScope, type CallTrace } from './record-call-spans.js';
-import type { TurnTelemetry } from './sidecar-telemetry.js';
+import type { SidecarInstruments, TurnTelemetry } from './sidecar-telemetry-types.js';
 import type { TraceHeaders } from './trace-headers.js';
-
-/** The sidecar's metric instruments. */
-export interface SidecarInstruments {
-  calls: Counter;
-  callDuration: Histogram;
-  schedulingWait: Histogram;
-  presentationEvents: Counter;
-  openTurns: UpDownCounter;
-}
 
 const now = () => performance.timeOrigin + performance.now();
 

@@ -1,10 +1,6 @@
-import {
-  agentToolMap,
-  toolKey,
-  validateToolArguments,
-  type Logger,
-  type WorkerAgentTool,
-} from '../../src/index.js';
+import { validateToolArguments, type Logger, type WorkerAgentTool } from '../../src/index.js';
+import { agentToolMap } from '../../src/tool/agent-tool-map.js';
+import { toolKey } from '../../src/schema/collect-tool-schemas.js';
 import type { ApprovalPolicy } from '../categories/category.js';
 import type { SidecarLimits } from '../config.js';
 import { boundCancelReason, checkCallRequest, quotePrefix } from './bound-request.js';

@@ -21,6 +21,8 @@ interface DefinitionBase<TParams> {
   namespace?: string;
   namespaceDescription?: string;
   deferLoading?: boolean;
+  /** The JSON Schema of the value the tool returns as its `json` content part (see WorkerAgentTool). */
+  outputSchema?: JSONObject;
   /** Defaults to `sequential`. */
   executionMode?: ExecutionMode;
   isReadOnly?: boolean;
@@ -101,6 +103,7 @@ export function defineWorkerTool(
     namespace: definition.namespace,
     namespaceDescription: definition.namespaceDescription,
     deferLoading: definition.deferLoading ?? false,
+    ...(definition.outputSchema !== undefined ? { outputSchema: definition.outputSchema } : {}),
     executionMode: definition.executionMode ?? 'sequential',
     isReadOnly: definition.isReadOnly ?? false,
     isDestructive: definition.isDestructive ?? false,

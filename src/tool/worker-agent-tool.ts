@@ -56,6 +56,11 @@ export interface WorkerAgentTool<TParams = any> {
   readonly namespaceDescription?: string;
   /** Keep the schema behind tool search until selected. */
   readonly deferLoading: boolean;
+  /**
+   * A JSON Schema (root object) of the structured value the tool returns as its one `json` content
+   * part; served to MCP clients as the tool's `outputSchema`, with that value as `structuredContent`.
+   */
+  readonly outputSchema?: JSONObject;
   /** Default `sequential`: the safe choice. */
   readonly executionMode: ExecutionMode;
   readonly isReadOnly: boolean;

@@ -135,7 +135,11 @@ export function todosView(state) {
   });
 }
 
-/** A run's tasks in columns by dependency depth, with an SVG edge per dependency. */
+/**
+ * A run's tasks in columns by dependency depth, with an SVG edge per dependency. The boxes are laid
+ * out by the browser (a flex column per depth) and grow to their content: a fixed box height cut
+ * the attempt line and long results. The edges are drawn once the boxes have their sizes.
+ */
 function graphOf(run) {
   const depth = new Map();
   const level = (task, seen = new Set()) => {
@@ -150,22 +154,12 @@ function graphOf(run) {
   run.tasks.forEach((task) => level(task));
   const columns = [];
   for (const task of run.tasks) (columns[depth.get(task.taskId)] ??= []).push(task);
-  const width = 220, gap = 60, rowHeight = 96;
-  const position = new Map();
-  columns.forEach((column, x) => column.forEach((task, y) => position.set(task.taskId, { x: x * (width + gap), y: y * rowHeight })));
-  const height = Math.max(...columns.map((column) => column.length)) * rowHeight;
-  const edges = svg('svg', { class: 'edges', width: columns.length * (width + gap), height });
-  for (const task of run.tasks) {
-    for (const parent of task.dependsOn) {
-      const from = position.get(parent), to = position.get(task.taskId);
-      if (from && to) edges.appendChild(svg('line', { x1: from.x + width, y1: from.y + 30, x2: to.x, y2: to.y + 30 }));
-    }
-  }
+  const edges = svg('svg', { class: 'edges', width: 0, height: 0 });
   const attemptsOf = (taskId) => run.attempts.filter((attempt) => attempt.taskId === taskId);
-  return h('div', { class: 'graph' },
+  const boxes = new Map();
+  const graph = h('div', { class: 'graph' },
     edges,
-    run.tasks.map((task) => {
-      const { x, y } = position.get(task.taskId);
+    columns.map((column) => h('div', { class: 'graph-column' }, column.map((task) => {
       const box = h('div', { class: `task task-${task.state}`, 'data-task': task.taskId, 'data-state': task.state },
         h('div', { class: 'task-head' }, h('b', {}, task.taskId), ' ', badge(task.state)),
         h('div', { class: 'note' }, `attempts ${task.attempts}/${task.maxAttempts}${task.dependsOn.length ? ` · after ${task.dependsOn.join(', ')}` : ''}`),
@@ -173,19 +167,38 @@ function graphOf(run) {
         task.error ? h('div', { class: 'note error-text' }, task.error) : null,
         h('div', { class: 'note' }, attemptsOf(task.taskId).map((attempt) => `#${attempt.attempt} ${attempt.outcome ?? 'running'}${attempt.owner ? ` on ${attempt.owner}` : ''}`).join(' · ')),
       );
-      box.style.left = `${x}px`;
-      box.style.top = `${y}px`;
-      box.style.width = `${width}px`;
+      boxes.set(task.taskId, box);
       return box;
-    }),
+    }))),
   );
+  const draw = () => {
+    if (!graph.isConnected) return;
+    edges.replaceChildren();
+    edges.setAttribute('width', String(graph.scrollWidth));
+    edges.setAttribute('height', String(graph.scrollHeight));
+    for (const task of run.tasks) {
+      for (const parent of task.dependsOn) {
+        const from = boxes.get(parent), to = boxes.get(task.taskId);
+        if (!from || !to) continue;
+        // From the middle of the parent's right side to the middle of the child's left side.
+        edges.appendChild(svg('line', {
+          x1: from.offsetLeft + from.offsetWidth, y1: from.offsetTop + from.offsetHeight / 2,
+          x2: to.offsetLeft, y2: to.offsetTop + to.offsetHeight / 2,
+        }));
+      }
+    }
+  };
+  // After the view is in the page (laid out), and again when the window's width changes the wrapping.
+  requestAnimationFrame(draw);
+  const onResize = () => (graph.isConnected ? draw() : window.removeEventListener('resize', onResize));
+  window.addEventListener('resize', onResize);
+  return graph;
 }
 
 export function workflowsView(state, cancel) {
   if (state.workflows.length === 0) return h('p', { class: 'empty' }, state.storeError ?? 'No workflow runs.');
   return state.workflows.map((run) => {
     const graph = graphOf(run);
-    graph.style.height = `${graph.querySelector('svg').getAttribute('height')}px`;
     return h('div', { class: 'run', 'data-run': run.runId, 'data-state': run.state },
       h('h3', {}, `${run.name} `, badge(run.state), h('span', { class: 'note' }, ` ${run.agentId} · ${run.runId} · max parallel ${run.maxParallel} · ${clock(run.createdAt)}`),
         run.state === 'running' ? h('button', { class: 'cancel', 'on:click': () => cancel(run.runId) }, 'cancel') : null),

@@ -12,12 +12,12 @@ import {
   type ListApprovalsResponse,
 } from '../../../src/gen/toolruntime/v1/control_plane.js';
 import { isControlPlaneError } from '../control-plane-error.js';
-import { createTokenInterceptor } from '../../../sidecar/grpc/auth-interceptor.js';
+import { createTokenInterceptor } from '../../../src/grpc-server/auth-interceptor.js';
 import type { StoreHealth } from '../store/control-plane-store.js';
-import { createSidecarHealth } from '../../../sidecar/grpc/health-service.js';
-import { addLazyReflection } from '../../../sidecar/grpc/lazy-reflection.js';
+import { createSidecarHealth } from '../../../src/grpc-server/health-service.js';
+import { addLazyReflection } from '../../../src/grpc-server/lazy-reflection.js';
 import { bindFailureMessage } from '../../../src/cli-usage.js';
-import { boundAddress } from '../../../sidecar/grpc/listen-address.js';
+import { boundAddress } from '../../../src/grpc-server/listen-address.js';
 
 const SERVICE_NAME = 'toolruntime.v1.ControlPlaneService';
 

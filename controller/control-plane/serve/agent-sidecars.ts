@@ -37,7 +37,11 @@ export class AgentSidecars {
       await Promise.all(
         [...options.agents].map(async ([agentId, entry]) => {
           if (entry.kind === 'workspace') {
-            const extraArgs = [...(entry.stateDir ? ['--state-dir', entry.stateDir] : []), ...(entry.sandbox ? ['--sandbox', entry.sandbox] : [])];
+            const extraArgs = [
+              ...(entry.stateDir ? ['--state-dir', entry.stateDir] : []),
+              ...(entry.sandbox ? ['--sandbox', entry.sandbox] : []),
+              ...(entry.mcpServers ? ['--mcp-servers', entry.mcpServers] : []),
+            ];
             const spawned = await spawnSidecar({ workspace: entry.workspace, extraArgs, hide: options.hide ?? [], ...(entry.user ? { user: entry.user } : {}), signal: options.signal });
             sidecars.#spawned.push(spawned);
             const client = createSidecarClient({ address: spawned.address, token: spawned.token });

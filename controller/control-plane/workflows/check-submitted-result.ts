@@ -1,4 +1,5 @@
-import { compileJsonSchema, isJSONObject } from '../../../src/index.js';
+import { isJSONObject } from '../../../src/index.js';
+import { compileJsonSchema } from '../../../src/arguments/json-schema-validator.js';
 import { ajvIssues } from '../../../src/arguments/format-issues.js';
 
 /** The outcome of checking a submitted value against the persisted schema. */

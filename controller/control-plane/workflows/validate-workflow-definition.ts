@@ -3,7 +3,8 @@
  * sidecar, or ControlPlaneService) and `controller workflow run FILE`. Every refusal names what is
  * wrong and what to do, so a model can fix its definition and try again.
  */
-import { compileJsonSchema, isJSONObject, type JSONObject } from '../../../src/index.js';
+import { isJSONObject, type JSONObject } from '../../../src/index.js';
+import { compileJsonSchema } from '../../../src/arguments/json-schema-validator.js';
 import type { WorkflowDefinition as ProtoWorkflowDefinition } from '../../../src/gen/toolruntime/v1/control_plane.js';
 import { ControlPlaneError } from '../control-plane-error.js';
 import type { WorkflowDefinition, WorkflowTaskDefinition } from '../store/workflow-store.js';

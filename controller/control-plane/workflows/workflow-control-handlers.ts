@@ -1,4 +1,4 @@
-import type { ControlHandlers } from '../answer-control-request.js';
+import type { ControlHandlers } from '../control-handler.js';
 import { ControlPlaneError } from '../control-plane-error.js';
 import type { WorkflowRunRecord } from '../store/workflow-store.js';
 import { toProtoWorkflowRun } from './to-proto-workflow-run.js';

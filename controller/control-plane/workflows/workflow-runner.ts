@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
-import { compileJsonSchema, errorMessage, silentLogger, ToolRuntimeError, type Logger } from '../../../src/index.js';
+import { errorMessage, silentLogger, ToolRuntimeError, type Logger } from '../../../src/index.js';
+import { compileJsonSchema } from '../../../src/arguments/json-schema-validator.js';
 import { runTaskTurn, type TaskTurnOutcome } from '../../loop/run-task-turn.js';
 import type { RunTurnOptions } from '../../loop/run-turn.js';
 import type { TurnEvent } from '../../loop/turn-events.js';

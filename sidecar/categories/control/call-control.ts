@@ -1,5 +1,5 @@
 import { ToolRuntimeError } from '../../../src/index.js';
-import type { ControlReply, ControlRequest } from '../../../src/gen/toolruntime/v1/control_plane.js';
+import type { ControlReply, ControlRequest } from './control-messages.js';
 import type { ControlChannel } from '../category.js';
 
 type Reply = NonNullable<ControlReply['reply']>;

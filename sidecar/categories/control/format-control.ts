@@ -7,7 +7,7 @@ import {
   type Job,
   type Schedule,
   type WorkflowRun,
-} from '../../../src/gen/toolruntime/v1/control_plane.js';
+} from './control-messages.js';
 
 /** `JOB_STATE_RUNNING` → `running`. */
 const stateName = (text: string, prefix: string) => (text.startsWith(prefix) ? text.slice(prefix.length) : text).toLowerCase();

@@ -129,7 +129,9 @@ describe('the web console in Chromium', needs, () => {
 
   it('shows a workflow run\'s tasks as a graph turning committed, the agents\' health, todos, schedules and jobs', async () => {
     const schema = JSON.stringify({ type: 'object', properties: { task: { type: 'string' } }, required: ['task'], additionalProperties: false });
-    const task = (id: string, dependsOn: string[] = []) => ({ id, prompt: `console-flow-${id}`, resultSchemaJson: schema, dependsOn, maxAttempts: 2 });
+    // t3's result is long (the scripted model submits its prompt's first line): it must show whole too.
+    const long = ' with a result long enough to run over several lines of its box, which must grow to show all of it';
+    const task = (id: string, dependsOn: string[] = []) => ({ id, prompt: `console-flow-${id}${id === 't3' ? long : ''}`, resultSchemaJson: schema, dependsOn, maxAttempts: 2 });
     await client.createSchedule({ agentId: 'agent-a', prompt: 'a nightly look', cron: '0 3 * * *', timeZone: 'UTC' });
     await view('workflows');
     const run = (await client.startWorkflow({ agentId: 'agent-a', definition: { name: 'console-flow', maxParallel: 2, tasks: [task('t1'), task('t2', ['t1']), task('t3', ['t1'])] } })).run!;
@@ -141,6 +143,33 @@ describe('the web console in Chromium', needs, () => {
     expect(await page.locator(`[data-run="${run.runId}"] svg line`).count()).toBe(2);
     // Each attempt names the controller runner that claimed it (host:pid:id).
     expect(await page.locator(`[data-run="${run.runId}"] [data-task="t2"]`).textContent()).toMatch(/#1 committed on [^\s:]+:\d+:\w+/);
+    expect(await page.locator(`[data-run="${run.runId}"] [data-task="t3"] .result`).textContent()).toContain('must grow to show all of it');
+    // Every task box shows all of its content (issue 23 item 9: a fixed height cut the attempt line
+    // in half and long results at 28 px): nothing overflows a box, nothing inside is cut, no box
+    // lies over another.
+    const boxes = await page.locator(`[data-run="${run.runId}"] .task`).evaluateAll((elements) =>
+      elements.map((box) => {
+        // (In the page: the test's own types have no DOM library.)
+        const styleOf = (element: unknown) => (globalThis as unknown as { getComputedStyle(element: unknown): { overflowX: string; overflowY: string } }).getComputedStyle(element);
+        const outer = box.getBoundingClientRect();
+        const cut = [...box.querySelectorAll('*')]
+          .filter((child) => {
+            const inner = child.getBoundingClientRect();
+            const hides = styleOf(child).overflowY === 'hidden' || styleOf(child).overflowX === 'hidden';
+            return inner.bottom > outer.bottom + 0.5 || inner.right > outer.right + 0.5 || (hides && (child.scrollHeight > child.clientHeight + 1 || child.scrollWidth > child.clientWidth + 1));
+          })
+          .map((child) => child.textContent);
+        const overflows = box.scrollHeight > box.clientHeight + 1 || box.scrollWidth > box.clientWidth + 1;
+        return { task: box.getAttribute('data-task'), overflows, cut, rect: { top: outer.top, bottom: outer.bottom, left: outer.left, right: outer.right } };
+      }),
+    );
+    expect(boxes.map(({ task, overflows, cut }) => ({ task, overflows, cut }))).toEqual(['t1', 't2', 't3'].map((id) => ({ task: id, overflows: false, cut: [] })));
+    for (const a of boxes) {
+      for (const b of boxes) {
+        const overlap = a !== b && a.rect.left < b.rect.right && b.rect.left < a.rect.right && a.rect.top < b.rect.bottom && b.rect.top < a.rect.bottom;
+        expect(overlap, `${a.task} and ${b.task} overlap`).toBe(false);
+      }
+    }
     await screenshot('workflows');
     // The task turns fed the timeline too (workflow task turns, by run, task and attempt).
     await view('turns');

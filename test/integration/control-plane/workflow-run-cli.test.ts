@@ -86,7 +86,8 @@ describe('npm run controller -- workflow run', () => {
     const cancel = controller(['workflow', 'cancel', listed[0]!.run_id, '--data-dir', join(scratch, 'data-good')]);
     expect(await cancel.exited).toBe(1);
     expect(cancel.err()).toMatch(/^error: invalid_request: workflow run "[0-9a-f-]+" already succeeded; only a running workflow can be cancelled\n$/);
-  });
+    // Four controller processes one after another: under a full parallel run each start takes seconds.
+  }, 120_000);
 
   it('refuses a bad file with one line and exit 2, without a stack trace', async () => {
     const file = writeWorkflow('bad.json', { name: 'bad', tasks: [{ id: 'a', prompt: 'p', result_schema: schema, depends_on: ['b'] }, { id: 'b', prompt: 'p', result_schema: schema, depends_on: ['a'] }] });

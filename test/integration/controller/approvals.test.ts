@@ -16,7 +16,8 @@ let turns = 0;
 
 beforeAll(async () => {
   [real, fixture] = await Promise.all([
-    startSidecar({ args: ['--listen', '127.0.0.1:0', '--workspace', workspace, '--state-dir', join(fixtureDir, 'real-state')] }),
+    // Debug lines: a test waits for the sidecar's own word that it saw a turn cancelled.
+    startSidecar({ args: ['--listen', '127.0.0.1:0', '--workspace', workspace, '--state-dir', join(fixtureDir, 'real-state'), '--log-level', 'debug'] }),
     startSidecar({ entry: 'test/fixtures/fixture-sidecar.ts', args: ['--listen', '127.0.0.1:0', '--workspace', fixtureDir, '--state-dir', join(fixtureDir, 'state')] }),
   ]);
   realClient = createSidecarClient({ address: real.address });
@@ -152,11 +153,15 @@ describe('approvals against the real sidecar', () => {
     const turn = await realClient.openTurn({ agentId: 'agent-a', turnId: `t${++turns}`, approvalPolicy: { mode: 'destructive' } }, { signal: signal(), approve: manual.approve });
     const handle = turn.call(write('w1', 'stream-ended.txt'));
     await until(() => manual.requests.length === 1);
+    const cancellations = () => real.stderr().split('\n').filter((line) => line.includes('"turn cancelled by the client"')).length;
+    const cancelledBefore = cancellations();
     turn.abort();
     expect((await handle.result).error?.code).toBe('aborted');
     await until(() => manual.withdrawn.includes('w1'));
-    // The sidecar aborted its side too: a later approval could not make the tool run.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The sidecar ended its side too: it logs the cancellation, then ends the turn and its calls in
+    // the same tick. From then on no approval could make the tool run.
+    await until(() => cancellations() > cancelledBefore);
+    manual.decide('w1', { approved: true });
     expect(existsSync(join(workspace, 'stream-ended.txt'))).toBe(false);
   });
 
@@ -182,11 +187,22 @@ describe('approvals against the real sidecar', () => {
     const readCall = turn.call({ callId: 'r1', name: 'read_file', argumentsJson: '{"path":"ordered.txt"}' });
     void writeCall.result.then(() => order.push('write'));
     void readCall.result.then(() => order.push('read'));
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    const readSeen: string[] = [];
+    const readDone = (async () => {
+      for await (const event of readCall) readSeen.push(event.type);
+    })();
+    // A call the sidecar refuses at once (no such tool), sent after the read on the same stream: its
+    // result proves the sidecar has taken the read in, and had the read started, its activity-started
+    // would have come first.
+    const probe = await turn.call({ callId: 'probe', name: 'no_such_tool', argumentsJson: '{}' }).result;
+    expect(probe.error?.code).toBe('unknown_tool');
     expect(order).toEqual([]);
+    expect(readSeen).toEqual([]);
     manual.decide('w1', { approved: true });
     const read = await readCall.result;
     expect(order).toEqual(['write', 'read']);
+    await readDone;
+    expect(readSeen).toEqual(['activity-started', 'result']);
     expect(read.content.map((part) => (part.type === 'text' ? part.text : '')).join('')).toContain('first');
     await turn.close();
   });

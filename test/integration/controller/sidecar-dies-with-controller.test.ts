@@ -70,7 +70,8 @@ describe('a spawned sidecar dies with its controller', () => {
       expect(running, `the command never started; controller stderr:\n${stderr}`).toBe(true);
       const group = await waitFor(() => {
         const spawned = descendantsOf(controller.pid!);
-        return spawned.filter((entry) => entry.command.includes('sleep 300')).length >= 2 ? spawned : undefined;
+        // Exactly: under the sandbox, bwrap's own command line holds the whole command too.
+        return spawned.filter((entry) => entry.command === 'sleep 300').length >= 2 ? spawned : undefined;
       }, 15_000);
       const spawned = group ?? descendantsOf(controller.pid!);
       expect(spawned.some((entry) => entry.command.includes('dist/sidecar/main.js'))).toBe(true);

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testSandboxMode } from '../../fixtures/test-sandbox.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
@@ -58,8 +59,7 @@ let dir: string;
 let health: AnyClient;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'sidecar-health-'));
-  // --sandbox off: no toolruntime.v1.Sandbox status (its own suite checks that one), so List is exact.
-  sidecar = await startSidecar({ args: ['--workspace', dir, '--state-dir', join(dir, 'state'), '--sandbox', 'off'] });
+  sidecar = await startSidecar({ args: ['--workspace', dir, '--state-dir', join(dir, 'state')] });
   health = clientFor('grpc/health/v1/health.proto', [join(root, 'proto')], ['grpc', 'health', 'v1', 'Health'], sidecar.address);
 });
 afterAll(async () => {
@@ -71,6 +71,16 @@ afterAll(async () => {
 const check = (service: string) =>
   new Promise<Message>((resolve, reject) => health.Check!({ service }, (error: Error | null, value: Message) => (error ? reject(error) : resolve(value))));
 
+/** Polls `check` (async) until it gives a value, at most `ms`. */
+async function waitFor<T>(check: () => Promise<T | undefined>, ms: number): Promise<T | undefined> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined || Date.now() > end) return value;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 describe('grpc.health.v1 and server reflection', () => {
   it('Check answers the server and the sidecar service, and NOT_FOUND for an unknown one', async () => {
     expect((await check('')).status).toBe('SERVING');
@@ -78,9 +88,18 @@ describe('grpc.health.v1 and server reflection', () => {
     await expect(check('no.such.Service')).rejects.toMatchObject({ code: grpc.status.NOT_FOUND });
   });
 
-  it('List returns every status', async () => {
-    const list = await new Promise<Message>((resolve, reject) => health.List!({}, (error: Error | null, value: Message) => (error ? reject(error) : resolve(value))));
-    expect(list.statuses).toEqual({ '': { status: 'SERVING' }, 'toolruntime.v1.ToolSidecarService': { status: 'SERVING' } });
+  it('List returns every status (the sandbox\'s once its start-up probe passed, where it runs sandboxed)', async () => {
+    const list = () => new Promise<Message>((resolve, reject) => health.List!({}, (error: Error | null, value: Message) => (error ? reject(error) : resolve(value))));
+    const sandboxed = testSandboxMode() !== 'off';
+    const statuses = await waitFor(async () => {
+      const { statuses } = await list();
+      return !sandboxed || statuses['toolruntime.v1.Sandbox']?.status === 'SERVING' ? statuses : undefined;
+    }, 10_000);
+    expect(statuses).toEqual({
+      '': { status: 'SERVING' },
+      'toolruntime.v1.ToolSidecarService': { status: 'SERVING' },
+      ...(sandboxed ? { 'toolruntime.v1.Sandbox': { status: 'SERVING' } } : {}),
+    });
   });
 
   it('reflection answers v1alpha too, with the file that defines a symbol', async () => {

@@ -39,6 +39,16 @@ async function runToExit(args: string[]): Promise<{ code: number | null; stderr:
   return { code, stderr };
 }
 
+
+/** Polls `check` every 10 ms; fails naming `what` when it is still false after `timeoutMs`. */
+async function waitUntil(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 describe('sidecar security and lifecycle', () => {
   it('with a token, refuses RPCs without it or with a wrong one (health included) and serves the right one', async () => {
     const tokenFile = join(dir, 'token');
@@ -83,7 +93,7 @@ describe('sidecar security and lifecycle', () => {
     expect(textOf(await turn.call('c1', 'echo', { via: 'unix' }))).toBe('{"via":"unix"}');
     turn.stream.on('error', () => {});
     const running = turn.call('c2', 'sleep', { ms: 60_000 });
-    while (turn.record('c2').events.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    await waitUntil(() => turn.record('c2').events.length > 0, 'the first event of call c2 (the long sleep started)');
     const code = await sidecar.stop('SIGTERM');
     expect(code).toBe(0);
     // The drain aborted the long call and still sent its result before ending the stream.

@@ -37,6 +37,15 @@ afterAll(async () => {
 
 const details = (result: ToolResult) => JSON.parse(result.detailsJson) as { start: number; end: number };
 
+/** Polls `check` every 10 ms; fails naming `what` when it is still false after `timeoutMs`. */
+async function waitUntil(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 async function waitForFile(path: string, timeoutMs = 5_000): Promise<string> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
@@ -94,11 +103,14 @@ describe('Turn over a real sidecar child', () => {
 
   it('runs 50 parallel calls at the same time', async () => {
     const turn = await openTurn(client, 'agent-parallel');
-    const results = await Promise.all(Array.from({ length: 50 }, (_, index) => turn.call(`p${index}`, 'sleep', { ms: 400 })));
-    expect(results.every((result) => result.error === undefined)).toBe(true);
-    const spans = results.map(details);
-    // Every call started before any call ended: they all overlapped.
-    expect(Math.max(...spans.map((span) => span.start))).toBeLessThan(Math.min(...spans.map((span) => span.end)));
+    // Calls that only end when cancelled: all 50 started (activity-started) while none had ended
+    // proves they ran at once, on a machine of any speed (a sleep of a few hundred ms did not).
+    const ids = Array.from({ length: 50 }, (_, index) => `p${index}`);
+    const results = Promise.all(ids.map((id) => turn.call(id, 'sleep', { ms: 120_000 })));
+    await waitUntil(() => ids.every((id) => turn.record(id).events.length > 0), 'all 50 parallel calls to start');
+    expect(turn.responses.filter((response) => response.event?.$case === 'result' && ids.includes(response.callId))).toEqual([]);
+    for (const id of ids) turn.cancel(id, 'the test saw them all running');
+    expect((await results).map((result) => result.error?.code)).toEqual(ids.map(() => 'aborted'));
     await turn.end();
   });
 
@@ -153,7 +165,7 @@ describe('Turn over a real sidecar child', () => {
     expect(duplicate.error?.code).toBe('duplicate_call_id');
     void first;
     const results = () => turn.responses.filter((response) => response.callId === 'd1' && response.event?.$case === 'result');
-    while (results().length < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+    await waitUntil(() => results().length >= 2, 'both results of the duplicated call id d1');
     expect(results().filter((response) => response.event?.$case === 'result' && response.event.value.error === undefined)).toHaveLength(1);
 
     const big = await turn.call('b1', 'echo', { text: 'x'.repeat(5_000) });
@@ -179,7 +191,7 @@ describe('Turn over a real sidecar child', () => {
     const turn = await openTurn(client, 'agent-cancel');
     const probe = join(dir, 'cancel-probe.json');
     const cancelled = turn.call('c1', 'abort_probe', { path: probe });
-    while (turn.record('c1').events.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    await waitUntil(() => turn.record('c1').events.length > 0, 'the first event of call c1 (abort_probe started)');
     turn.cancel('c1', 'the user changed their mind');
     const result = await cancelled;
     expect(result.error?.code).toBe('aborted');
@@ -213,7 +225,7 @@ describe('Turn over a real sidecar child', () => {
     const turn = await openTurn(client, 'agent-vanish');
     const probe = join(dir, 'vanish-probe.json');
     void turn.call('v1', 'abort_probe', { path: probe });
-    while (turn.record('v1').events.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    await waitUntil(() => turn.record('v1').events.length > 0, 'the first event of call v1 (abort_probe started)');
     turn.stream.on('error', () => {});
     turn.stream.cancel();
     expect(JSON.parse(await waitForFile(probe))).toMatchObject({ aborted: true });

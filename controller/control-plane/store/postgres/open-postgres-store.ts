@@ -1,6 +1,7 @@
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { errorMessage, silentLogger, type Logger } from '../../../../src/index.js';
+import type { PostgresStoreContext } from './postgres-store-context.js';
 import { ControlPlaneError } from '../../control-plane-error.js';
 import type { ControlPlaneStore } from '../control-plane-store.js';
 import { postgresMigrations, type PostgresMigration } from './postgres-migrations.js';
@@ -35,13 +36,6 @@ export interface OpenPostgresStoreOptions {
   logger?: Logger;
   /** How often the database is probed for the health watchers (default 5 s). */
   healthIntervalMs?: number;
-}
-
-/** What the PostgreSQL parts of the store share. */
-export interface PostgresStoreContext {
-  db: Kysely<PostgresDatabase>;
-  now: () => Date;
-  newId: () => string;
 }
 
 /** Whether `value` names a PostgreSQL database rather than a folder. */

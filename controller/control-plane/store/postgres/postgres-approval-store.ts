@@ -1,7 +1,7 @@
 import type { Selectable, Transaction } from 'kysely';
 import { ControlPlaneError } from '../../control-plane-error.js';
 import type { ApprovalRecord, ApprovalStore } from '../approval-store.js';
-import type { PostgresStoreContext } from './open-postgres-store.js';
+import type { PostgresStoreContext } from './postgres-store-context.js';
 import type { ApprovalsTable, PostgresDatabase } from './postgres-schema.js';
 
 const EXPIRED_REASON = 'nobody decided before it expired';

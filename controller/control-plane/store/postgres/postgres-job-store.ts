@@ -1,7 +1,7 @@
 import { sql, type Selectable, type Transaction } from 'kysely';
 import { ControlPlaneError } from '../../control-plane-error.js';
 import type { JobRecord, JobStore, NewJob } from '../job-store.js';
-import type { PostgresStoreContext } from './open-postgres-store.js';
+import type { PostgresStoreContext } from './postgres-store-context.js';
 import { JOB_TURN_QUEUE, type JobTurnClaim, type PgBossClaims, type QueuedJob } from './pg-boss-claims.js';
 import type { JobsTable, PostgresDatabase } from './postgres-schema.js';
 

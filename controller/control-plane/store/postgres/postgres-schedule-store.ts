@@ -1,7 +1,7 @@
 import { sql, type Selectable } from 'kysely';
 import { ControlPlaneError } from '../../control-plane-error.js';
 import type { ScheduleRecord, ScheduleStore } from '../schedule-store.js';
-import type { PostgresStoreContext } from './open-postgres-store.js';
+import type { PostgresStoreContext } from './postgres-store-context.js';
 import type { SchedulesTable } from './postgres-schema.js';
 import { insertPostgresJobRow } from './postgres-job-store.js';
 import type { PgBossClaims } from './pg-boss-claims.js';

@@ -1,7 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { errorMessage } from '../../../../src/index.js';
+import type { SqliteStoreContext } from './sqlite-store-context.js';
+import { loadOnFirstUse } from '../../../../src/load-on-first-use.js';
 import { ControlPlaneError } from '../../control-plane-error.js';
 import type { ControlPlaneStore } from '../control-plane-store.js';
 import { migrations, type SqliteMigration } from './migrations.js';
@@ -11,6 +13,20 @@ import { createSqliteScheduleStore } from './sqlite-schedule-store.js';
 import { createSqliteApprovalStore } from './sqlite-approval-store.js';
 
 /** The database file's name inside the data dir. */
+// An optional peer of the package (a native addon): loaded when a store opens, so the controller's
+// other commands, and a PostgreSQL controller, run without it.
+const loadSqlite = loadOnFirstUse<typeof Database>('better-sqlite3');
+
+/** better-sqlite3's constructor, or an error that says how to get it. */
+function sqliteDatabase(): typeof Database {
+  try {
+    return loadSqlite();
+  } catch (cause) {
+    if ((cause as { code?: string }).code !== 'MODULE_NOT_FOUND') throw cause;
+    throw new Error('better-sqlite3 is not installed: the SQLite store needs it (npm install better-sqlite3), or use PostgreSQL (--database postgres://...)', { cause });
+  }
+}
+
 export const STORE_FILE_NAME = 'control-plane.sqlite';
 
 /** Options of `openSqliteStore`. */
@@ -23,13 +39,6 @@ export interface OpenSqliteStoreOptions {
   newId?: () => string;
   /** The migrations to apply (default: all of them; tests pass a prefix). */
   migrations?: readonly SqliteMigration[];
-}
-
-/** What the SQLite parts of the store share. */
-export interface SqliteStoreContext {
-  db: Database.Database;
-  now: () => Date;
-  newId: () => string;
 }
 
 /**
@@ -47,7 +56,8 @@ export async function openSqliteStore(options: OpenSqliteStoreOptions): Promise<
   try {
     // Private: whoever can write the store can act as the control plane.
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-    db = new Database(location, { timeout: 10_000 });
+    const Sqlite = sqliteDatabase();
+    db = new Sqlite(location, { timeout: 10_000 });
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = ON');

@@ -11,7 +11,7 @@ import type {
   WorkflowTaskState,
 } from '../workflow-store.js';
 import { INTERRUPTED_BY_GONE_RUNNER, taskFailedError } from '../workflow-readiness.js';
-import type { SqliteStoreContext } from './open-sqlite-store.js';
+import type { SqliteStoreContext } from './sqlite-store-context.js';
 
 interface RunRow {
   run_id: string;

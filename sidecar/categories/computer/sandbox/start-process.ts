@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { SidecarConfig } from '../../../config.js';
 import type { TurnSandbox } from './sandbox-policy.js';
@@ -63,6 +65,26 @@ export interface StartProcessOptions extends CommandSpec {
   reaper?: ProcessGroupReaper;
 }
 
+/** Names one started process in its environment (and its sandbox's, bwrap's own included). */
+const PROCESS_MARK_ENV = 'TOOLS_RUNTIME_PROCESS';
+
+/** SIGKILLs every live process whose environment carries `mark`; returns how many. */
+function killMarked(mark: string): number {
+  const needle = Buffer.from(`${PROCESS_MARK_ENV}=${mark}\0`);
+  let killed = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (!readFileSync(`/proc/${entry}/environ`).includes(needle)) continue;
+      process.kill(Number(entry), 'SIGKILL');
+      killed++;
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return killed;
+}
+
 /**
  * The one way the sidecar starts a process for the model (commands, skills' mcporter calls, and
  * whatever starts processes for users' tools): prepares the exec under the policy, spawns it
@@ -73,20 +95,29 @@ export interface StartProcessOptions extends CommandSpec {
  *   child's `error` event, as with `child_process.spawn`.
  */
 export async function startProcess(options: StartProcessOptions): Promise<StartedProcess> {
-  const exec = await prepareCommand(options);
+  const mark = randomUUID();
+  const exec = await prepareCommand({ ...options, env: { ...options.env, [PROCESS_MARK_ENV]: mark } });
   const child = spawn(exec.file, exec.args, { cwd: exec.cwd, env: exec.env, detached: true, stdio: options.stdio ?? ['ignore', 'pipe', 'pipe'] });
   const pid = child.pid;
   const reaper = options.reaper ?? sharedProcessGroupReaper();
+  const sandboxed = options.policy.mode !== 'off';
+  let killRequested = false;
   if (pid !== undefined) {
     reaper.track(pid);
     child.once('close', () => reaper.release(pid));
   }
+  // bwrap sets its sandbox's parent-death signal only after it has cloned it: a kill that lands in
+  // between orphans a sandbox nothing would end. Once a killed bwrap is gone, what still carries
+  // this process's mark (the sandbox's init, and with it the namespace) is killed. Only on the
+  // kill path: a scan of /proc costs a few milliseconds.
+  if (sandboxed) child.once('exit', () => killRequested && killMarked(mark));
   return {
     child,
     pid,
-    sandboxed: options.policy.mode !== 'off',
+    sandboxed,
     killGroup(signal) {
       if (pid === undefined) return;
+      killRequested = true;
       try {
         process.kill(-pid, signal);
       } catch {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { extractCodeFence, findBalancedEnd, repairArguments } from '../../../../src/index.js';
+import { repairArguments } from '../../../../src/index.js';
+import { extractCodeFence, findBalancedEnd } from '../../../../src/arguments/repair-arguments.js';
 
 describe('repairArguments', () => {
   it('parses clean JSON with no repair', () => {

@@ -1,14 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  compileJsonSchema,
-  defineWorkerTool,
-  textResult,
-  validateToolArguments,
-  type JSONObject,
-  type ToolExecutionContext,
-  type WorkerAgentTool,
-} from '../../../../src/index.js';
+import { defineWorkerTool, textResult, validateToolArguments, type JSONObject, type ToolExecutionContext, type WorkerAgentTool } from '../../../../src/index.js';
+import { compileJsonSchema } from '../../../../src/arguments/json-schema-validator.js';
 import { todo, writeFile } from './corpus-tools.js';
 
 const context: ToolExecutionContext = { signal: new AbortController().signal, callId: 'call_1', emit: async () => {} };

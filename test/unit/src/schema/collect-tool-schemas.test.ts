@@ -1,15 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  collectToolSchemas,
-  defineWorkerTool,
-  isToolRuntimeError,
-  textResult,
-  toolKey,
-  toolParameters,
-  zodToJSONSchema,
-  type JSONObject,
-} from '../../../../src/index.js';
+import { collectToolSchemas, defineWorkerTool, isToolRuntimeError, textResult, zodToJSONSchema, type JSONObject } from '../../../../src/index.js';
+import { toolKey, toolParameters } from '../../../../src/schema/collect-tool-schemas.js';
 
 const execute = async () => textResult('ok');
 const schema = z.object({ path: z.string(), limit: z.number().max(10).optional() });

@@ -1,9 +1,9 @@
 // The corpus the strict-mode tests share: one root object per construct, what our conversion does with
 // it, and how OpenAI's own helper (`openai/helpers/zod`) compares. The design notes named here are the
-// README's (section "Strict mode", "Where we differ from OpenAI's helper on purpose").
+// docs/tools.md's (section "Strict mode", "Where we differ from OpenAI's helper on purpose").
 import { z } from 'zod';
 
-/** Why our conversion and the helper's differ on purpose; each one is a README design note. */
+/** Why our conversion and the helper's differ on purpose; each one is a design note in docs/tools.md. */
 export type DesignNote =
   | 'optional as nullable'
   | 'defaults as nullable'

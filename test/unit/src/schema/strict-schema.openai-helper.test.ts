@@ -98,8 +98,8 @@ describe('strict conversion compared with openai/helpers/zod', () => {
     });
   }
 
-  it('the README explains every difference', () => {
-    const readme = readFileSync(new URL('../../../../README.md', import.meta.url), 'utf8');
+  it('the tools guide (docs/tools.md) explains every difference', () => {
+    const readme = readFileSync(new URL('../../../../docs/tools.md', import.meta.url), 'utf8');
     const section = readme.slice(readme.indexOf('## Strict mode'));
     expect(section.length).toBeLessThan(readme.length);
     for (const note of Object.keys(differences)) expect(section, note).toContain(`**${note}**`);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { agentToolMap, defineWorkerTool, isToolRuntimeError, textResult } from '../../../../src/index.js';
+import { defineWorkerTool, isToolRuntimeError, textResult } from '../../../../src/index.js';
+import { agentToolMap } from '../../../../src/tool/agent-tool-map.js';
 
 const make = (name: string, namespace?: string) =>
   defineWorkerTool({ name, namespace, description: `${name} tool`, schema: z.object({}), execute: async () => textResult(name) });

@@ -27,6 +27,11 @@ describe('readAgentsFile', () => {
     ]);
   });
 
+  it('passes a workspace agent\'s MCP servers file on, resolved from the file\'s folder', async () => {
+    const agents = await readAgentsFile(file('mcp-agents.json', JSON.stringify({ 'agent-m': { workspace: 'ws', mcpServers: 'mcp.json' } })));
+    expect(agents.get('agent-m')).toEqual({ kind: 'workspace', workspace: join(dir, 'ws'), mcpServers: join(dir, 'mcp.json') });
+  });
+
   it('takes a user (UID or UID:GID) for a workspace agent, with a stateDir that user can write', async () => {
     const agents = await readAgentsFile(file('users.json', JSON.stringify({ a: { workspace: 'wa', stateDir: 'sa', user: '1001' }, b: { workspace: 'wb', stateDir: 'sb', user: '1002:50' } })));
     expect(agents.get('a')).toEqual({ kind: 'workspace', workspace: join(dir, 'wa'), stateDir: join(dir, 'sa'), user: { uid: 1001, gid: 1001 } });

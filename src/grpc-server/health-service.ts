@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { HealthCheckResponse_ServingStatus as ServingStatus, HealthService, type HealthServer } from '../../src/gen/grpc/health/v1/health.js';
+import { HealthCheckResponse_ServingStatus as ServingStatus, HealthService, type HealthServer } from '../gen/grpc/health/v1/health.js';
 
 /** A service's health as `grpc.health.v1` says it. */
 export type HealthStatus = 'SERVING' | 'NOT_SERVING';

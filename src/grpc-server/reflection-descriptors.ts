@@ -1,6 +1,6 @@
 import { fromBinary, toBinary, type DescFile, type FileRegistry, createFileRegistry } from '@bufbuild/protobuf';
 import { FileDescriptorProtoSchema, FileDescriptorSetSchema } from '@bufbuild/protobuf/wkt';
-import { FILE_DESCRIPTOR_SET_BASE64 } from '../../src/gen/descriptors.js';
+import { FILE_DESCRIPTOR_SET_BASE64 } from '../gen/descriptors.js';
 
 /** What server reflection answers from: the proto files as written, limited to what one server serves. */
 export interface ReflectionDescriptors {

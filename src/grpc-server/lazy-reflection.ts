@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
-import { ServerReflectionService, type ServerReflectionRequest, type ServerReflectionResponse } from '../../src/gen/grpc/reflection/v1/reflection.js';
-import { errorMessage } from '../../src/index.js';
+import { ServerReflectionService, type ServerReflectionRequest, type ServerReflectionResponse } from '../gen/grpc/reflection/v1/reflection.js';
+import { errorMessage } from '../index.js';
 import type { ReflectionDescriptors } from './reflection-descriptors.js';
 
 /** The two versions of the reflection service: v1alpha's messages are v1's, field for field. */

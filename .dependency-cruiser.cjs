@@ -1,0 +1,107 @@
+/**
+ * The project's layering, as import rules checked in `npm test` (`npm run lint:deps`). A violation
+ * prints the rule's name and its `comment`: why the rule exists. docs/architecture.md explains them.
+ * test/unit/layering-rules.test.ts plants a violation of each rule and proves it fails.
+ */
+
+/**
+ * Where the sidecar may start a process: the sandbox's one start function (every tool's command goes
+ * through it), its probe of bubblewrap at start-up, and the process-group reaper's supervisor.
+ */
+const PROCESS_STARTERS = [
+  '^sidecar/categories/computer/sandbox/(start-process|sandbox-probe)\\.ts$',
+  '^sidecar/categories/computer/process-group-reaper\\.ts$',
+  // TODO(coordinator): found by this rule at the merge of sessions: the pipe mode of a command
+  // session spawns its (sandbox-prepared) argv itself; route it through start-process.ts, then drop this.
+  '^sidecar/categories/computer/sessions/command-session\\.ts$',
+];
+
+/** The one module through which tools reach control-plane messages. */
+const CONTROL_MESSAGES = '^sidecar/categories/control/control-messages\\.ts$';
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'library-knows-no-process',
+      comment:
+        'src/ is the library both processes (and users) import: it must not depend on the sidecar or the controller. ' +
+        'Code both processes need goes in src/ (e.g. src/grpc-server/), never in one process\'s folder.',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { path: '^(sidecar|controller)/' },
+    },
+    {
+      name: 'public-api-exports-no-server',
+      comment:
+        'src/index.ts is the public API of the tool library: it exports no gRPC server machinery. ' +
+        'src/grpc-server/ is shared by the two processes, internal to this package.',
+      severity: 'error',
+      from: { path: '^src/index\\.ts$' },
+      to: { path: '^src/grpc-server/' },
+    },
+    {
+      name: 'controller-not-into-sidecar',
+      comment:
+        'The two processes meet only through the proto and the library: the controller never imports sidecar code. ' +
+        'Move what both need to src/.',
+      severity: 'error',
+      from: { path: '^controller/' },
+      to: { path: '^sidecar/' },
+    },
+    {
+      name: 'sidecar-not-into-controller',
+      comment:
+        'The two processes meet only through the proto and the library: the sidecar never imports controller code. ' +
+        'Move what both need to src/.',
+      severity: 'error',
+      from: { path: '^sidecar/' },
+      to: { path: '^controller/' },
+    },
+    {
+      name: 'tools-see-no-transport',
+      comment:
+        'Tools (sidecar/categories/) never see grpc-js, generated proto code or the sidecar\'s gRPC layer, so the wire can change without touching a tool. ' +
+        'Control-plane messages are domain types: reach them through sidecar/categories/control/control-messages.ts.',
+      severity: 'error',
+      from: { path: '^sidecar/categories/', pathNot: CONTROL_MESSAGES },
+      to: { path: '^(src/gen/|src/grpc-server/|sidecar/grpc/|node_modules/@grpc/)' },
+    },
+    {
+      name: 'control-messages-only-control-plane',
+      comment:
+        'control-messages.ts is the tools\' one door to generated code, and it opens on the control-plane messages only ' +
+        '(src/gen/toolruntime/v1/control_plane.ts): never the sidecar protocol, grpc-js or the gRPC layer.',
+      severity: 'error',
+      from: { path: CONTROL_MESSAGES },
+      to: { path: '^(src/gen/(?!toolruntime/v1/control_plane\\.ts$)|src/grpc-server/|sidecar/grpc/|node_modules/@grpc/)' },
+    },
+    {
+      name: 'tools-start-no-process',
+      comment:
+        'A tool never calls child_process itself: it starts processes through the sandbox (sidecar/categories/computer/sandbox/start-process.ts), ' +
+        'so no tool can bypass the sandbox (and the reaping of its process group) by accident.',
+      severity: 'error',
+      from: { path: '^(src|sidecar)/', pathNot: PROCESS_STARTERS },
+      // Naming child_process's types (a ChildProcess handed over by the start function) starts nothing.
+      to: { dependencyTypes: ['core'], dependencyTypesNot: ['type-only'], path: '^(node:)?child_process$' },
+    },
+    {
+      name: 'no-circular',
+      comment:
+        'Circles (type-only imports included) make a module impossible to understand, test or load alone. ' +
+        'Move the shared type to a module of its own that both import.',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    // Type-only imports count: a circle through types is still a circle for the reader.
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    // node_modules is not followed but must not be excluded: an excluded module vanishes from the
+    // graph with every import of it, and the grpc-js clause of tools-see-no-transport never fired.
+    exclude: { path: '^dist/' },
+  },
+};

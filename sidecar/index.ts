@@ -1,0 +1,31 @@
+// The package's `tools-runtime/sidecar` entry: hosting your own tools in a sidecar (named exports
+// only). The CLI is `tools-runtime-sidecar` (sidecar/main.ts); this is the same server embedded.
+export { startSidecar, type StartSidecarOptions, type StartedSidecar } from './start-sidecar.js';
+export { defineToolCategory, type ToolCategory } from './tool-modules.js';
+export type {
+  ApprovalPolicy,
+  CategoryContext,
+  CategoryCreator,
+  CategoryOutput,
+  ControlChannel,
+  TurnContext,
+  TurnKind,
+} from './categories/category.js';
+export { defaultSidecarLimits, type SidecarConfig, type SidecarLimits, type WebFetchProfile, type WebSearchProfile } from './config.js';
+export type { SidecarTls } from './server.js';
+// Starting a process from your own tool: the one function the built-in tools use, so it runs under
+// the sidecar's sandbox (bubblewrap in front, hidden secrets, the network policy) and its process
+// group dies with the call's kill and with the sidecar. The policy for a turn:
+// `policyFor(context.config, context.turn.sandbox)`.
+export {
+  policyFor,
+  prepareCommand,
+  startProcess,
+  type CommandSpec,
+  type ExecSpec,
+  type SandboxPolicy,
+  type SandboxSettings,
+  type StartedProcess,
+  type StartProcessOptions,
+  type TurnSandbox,
+} from './categories/computer/sandbox/index.js';
