@@ -117,7 +117,7 @@ describe('a process started by the model\'s commands, against the control plane 
       (text) => text.includes('owned.txt'),
       'agent-a\'s pending write',
     );
-    const pendingId = (JSON.parse(pending.trim().split('\n').find((line) => line.includes('owned.txt'))!) as { approvalId: string }).approvalId;
+    const pendingId = (JSON.parse(pending.trim().split('\n').find((line) => line.includes('owned.txt'))!) as { approval_id: string }).approval_id;
 
     // The intruder: one run_command of agent-a that an operator approves (one is enough).
     const otherSidecar = /"msg":"sidecar started".*?"agentId":"agent-b".*?"address":"([^"]+)"/.exec(serve.stderr())![1]!;
@@ -140,7 +140,7 @@ describe('a process started by the model\'s commands, against the control plane 
       (text) => text.includes('control-plane-intruder'),
       'the intruder\'s approval',
     );
-    const intruderId = (JSON.parse(intruderApproval.trim().split('\n').find((line) => line.includes('control-plane-intruder'))!) as { approvalId: string }).approvalId;
+    const intruderId = (JSON.parse(intruderApproval.trim().split('\n').find((line) => line.includes('control-plane-intruder'))!) as { approval_id: string }).approval_id;
     const approved = await command((io) => runApprovalsCommand(['approve', intruderId, '--address', serve.address], io), []);
     expect(approved.code, approved.stderr).toBe(0);
     await until(() => operator.showJob({ agentId: 'agent-a', jobId: intruder.jobId }), (reply) => reply.job!.state !== JobState.JOB_STATE_RUNNING && reply.job!.state !== JobState.JOB_STATE_QUEUED, 'the intruder\'s job', 120_000);
@@ -159,7 +159,7 @@ describe('a process started by the model\'s commands, against the control plane 
 
     // And what the operator sees: nothing changed.
     const approvals = await command((io) => runApprovalsCommand(['list', '--all', '--json', '--address', serve.address], io), []);
-    const stillPending = approvals.stdout.trim().split('\n').map((line) => JSON.parse(line) as { approvalId: string; state: string }).find((entry) => entry.approvalId === pendingId);
+    const stillPending = approvals.stdout.trim().split('\n').map((line) => JSON.parse(line) as { approval_id: string; state: string }).find((entry) => entry.approval_id === pendingId);
     expect(stillPending?.state).toBe('pending');
     expect((await operator.listJobs({ agentId: 'agent-b' })).jobs.filter((job) => job.prompt.includes('intruder'))).toEqual([]);
     expect((await operator.showWorkflow({ agentId: 'agent-b', runId: run.runId })).run!.state).toBe(WorkflowRunState.WORKFLOW_RUN_STATE_RUNNING);
