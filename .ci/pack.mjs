@@ -19,7 +19,7 @@
 import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
@@ -69,9 +69,20 @@ const walk = (dir) => readdirSync(dir, { withFileTypes: true }).flatMap((entry) 
 for (const file of sources.flatMap((dir) => walk(join(root, dir))).filter((file) => file.endsWith('.ts'))) {
   for (const match of readFileSync(file, 'utf8').matchAll(/loadOnFirstUse(?:<[^>]*>)?\('([^']+)'\)/g)) need(match[1], 'loaded on first use');
 }
-// 3. What the declaration files name.
-for (const file of walk(join(root, 'dist/types')).filter((file) => file.endsWith('.d.ts'))) {
-  for (const match of readFileSync(file, 'utf8').matchAll(/(?:from |import\()['"]([^'"]+)['"]/g)) need(match[1], 'declarations');
+// 3. What the declaration files a consumer's tsc reads name: those reachable from the three
+// entries' declarations. tsc also emits declarations for modules only the runtime reaches (the MCP
+// client, say); their imports are bundled code, not the consumer's dependencies.
+const reached = new Set();
+const pending = ['src/index.d.ts', 'sidecar/index.d.ts', 'controller/index.d.ts'].map((file) => join(root, 'dist/types', file));
+while (pending.length > 0) {
+  const file = pending.pop();
+  if (reached.has(file) || !existsSync(file)) continue;
+  reached.add(file);
+  for (const match of readFileSync(file, 'utf8').matchAll(/(?:from |import\()['"]([^'"]+)['"]/g)) {
+    const specifier = match[1];
+    if (specifier.startsWith('.')) pending.push(join(dirname(file), specifier.replace(/\.js$/, '.d.ts')));
+    else need(specifier, 'declarations');
+  }
 }
 
 const versions = { ...repoManifest.devDependencies, ...repoManifest.dependencies };

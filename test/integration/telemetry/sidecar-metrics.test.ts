@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { until } from '../../fixtures/control-plane-client.js';
 import { startOtlpReceiver, type OtlpReceiver } from '../../fixtures/otlp-receiver.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
 import { createClient, openTurn } from '../sidecar/turn-driver.js';
@@ -61,7 +62,14 @@ describe('sidecar metrics and traces', () => {
       env: { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '100', OTEL_METRIC_EXPORT_INTERVAL: '60000', OTEL_SERVICE_NAME: 'sidecar-under-test' },
     });
     const started = sidecar;
-    const line = started.stderr().split('\n').find((text) => text.includes('"metrics listening"'));
+    // The log line goes to stderr before the listening line reaches stdout, but the two pipes are read
+    // apart: under load the listening line can be seen first. Wait for it, bounded.
+    const line = await until(
+      async () => started.stderr().split('\n').find((text) => text.includes('"metrics listening"')),
+      (found) => found !== undefined,
+      'the sidecar\'s "metrics listening" log line',
+      10_000,
+    );
     const url = (JSON.parse(line!) as { url: string }).url;
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
 
