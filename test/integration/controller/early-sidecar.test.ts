@@ -37,7 +37,7 @@ describe('startEarlySidecar', () => {
     // One line for the spawn; the sandbox's line may follow it already (on a machine without
     // bubblewrap the probe fails at once), and says what commands run under.
     expect(lines[0]).toMatch(/over /);
-    expect(lines.slice(1).every((line) => /^(commands run sandboxed|sandbox unavailable|sandbox off)/.test(line)), lines.join('\n')).toBe(true);
+    expect(lines.slice(1).every((line) => /^(▶ )?(commands run sandboxed|sandbox unavailable|sandbox off)/.test(line)), lines.join('\n')).toBe(true);
     const workspace = /over (.+)$/.exec(lines[0]!)?.[1];
     expect(workspace && readdirSync(workspace).sort()).toContain('README.md');
 
