@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// `npm start`: one agent turn from one command. Wiring only; the CLI lives in cli.ts.
+// `npm start`: one agent turn from one command. Wiring only; the CLI lives in cli/cli.ts.
 import { setFlagsFromString } from 'node:v8';
-import { startEarlySidecar } from './start-early-sidecar.js';
+import { startEarlySidecar } from './cli/start-early-sidecar.js';
 import { enterUserFolder } from '../src/user-folder.js';
 
 // Relative paths in the flags mean the folder npm was run in, not the package root npm runs from.
@@ -34,7 +34,7 @@ process.on('SIGTERM', onInterrupt);
 // controller loads while the sidecar starts up on the other core: the two start-ups overlap.
 const argv = process.argv.slice(2);
 const earlySidecar = startEarlySidecar({ argv, env: process.env, signal: controller.signal });
-const { runCli } = await import('./cli.js');
+const { runCli } = await import('./cli/cli.js');
 process.exitCode = await runCli({
   argv,
   env: process.env,

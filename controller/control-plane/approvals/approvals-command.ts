@@ -3,7 +3,7 @@ import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { errorMessage } from '../../../src/index.js';
 import { parseArgsMessage } from '../../../src/cli-usage.js';
 import { approvalStateToJSON, ControlPlaneServiceClient, type Approval } from '../../../src/gen/toolruntime/v1/control_plane.js';
-import type { CliIo } from '../../cli-io.js';
+import type { CliIo } from '../../cli/cli-io.js';
 import { findControlToken } from '../auth/control-token.js';
 import { defaultDataDir } from '../store/default-data-dir.js';
 

@@ -1,5 +1,5 @@
-import type { CliOptions } from '../../cli-options.js';
-import { connectCliSidecar, createCliModel } from '../../cli-services.js';
+import type { CliOptions } from '../../cli/cli-options.js';
+import { connectCliSidecar, createCliModel } from '../../cli/cli-services.js';
 import type { ResponsesModel } from '../../model/responses-model.js';
 import { createSidecarClient, type SidecarClient } from '../../sidecar-client/create-sidecar-client.js';
 

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { errorMessage, isToolRuntimeError } from '../../../src/index.js';
-import type { CliIo } from '../../cli-io.js';
-import { parseCliOptions, type CliOptions } from '../../cli-options.js';
+import type { CliIo } from '../../cli/cli-io.js';
+import { parseCliOptions, type CliOptions } from '../../cli/cli-options.js';
 import { ControlPlaneError } from '../control-plane-error.js';
 import type { ControlPlaneStore } from '../store/control-plane-store.js';
 import { defaultDataDir } from '../store/default-data-dir.js';

@@ -1,4 +1,4 @@
-import { parseCliOptions, type CliOptions } from '../../cli-options.js';
+import { parseCliOptions, type CliOptions } from '../../cli/cli-options.js';
 import { checkHostPort } from '../../../src/cli-usage.js';
 import { ToolRuntimeError } from '../../../src/index.js';
 import { defaultDataDir } from '../store/default-data-dir.js';

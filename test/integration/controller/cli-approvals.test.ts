@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../../controller/cli.js';
+import { runCli } from '../../../controller/cli/cli.js';
 import { functionCallItem, messageItem } from '../../../controller/model/responses-wire.js';
 import type { ResponseItem } from '../../../controller/model/responses-model.js';
 import { startScriptedResponsesServer, type ScriptedResponsesServer } from '../../fakes/scripted-responses-server.js';

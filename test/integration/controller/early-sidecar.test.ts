@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { createSidecarClient } from '../../../controller/sidecar-client/create-sidecar-client.js';
-import { startEarlySidecar } from '../../../controller/start-early-sidecar.js';
+import { startEarlySidecar } from '../../../controller/cli/start-early-sidecar.js';
 import { descendantsOf, stillRunning, waitFor } from '../../fixtures/process-tree.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));

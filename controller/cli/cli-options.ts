@@ -1,10 +1,10 @@
 import { statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { checkHostPort, parseArgsMessage } from '../src/cli-usage.js';
-import { ToolRuntimeError } from '../src/errors.js';
-import { defaultDataDir } from './control-plane/store/default-data-dir.js';
-import { resolveDatabaseOption } from './control-plane/store/database-option.js';
-import type { ToolSearchMode } from './loop/collect-provider-tools.js';
+import { checkHostPort, parseArgsMessage } from '../../src/cli-usage.js';
+import { ToolRuntimeError } from '../../src/errors.js';
+import { defaultDataDir } from '../control-plane/store/default-data-dir.js';
+import { resolveDatabaseOption } from '../control-plane/store/database-option.js';
+import type { ToolSearchMode } from '../loop/collect-provider-tools.js';
 
 /** The controller CLI's settings, after flags and environment. */
 export interface CliOptions {

@@ -1,20 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { errorMessage, isToolRuntimeError } from '../src/index.js';
-import { createTerminalApprover, denyWithoutTerminal, recordApprovals } from './approvals/terminal-approver.js';
+import { errorMessage, isToolRuntimeError } from '../../src/index.js';
+import { createTerminalApprover, denyWithoutTerminal, recordApprovals } from '../approvals/terminal-approver.js';
 import { connectCliSidecar, createCliModel } from './cli-services.js';
 import type { CliIo } from './cli-io.js';
 import { parseCliOptions, USAGE, type CliOptions } from './cli-options.js';
-import { runTurn, type TurnOutcome } from './loop/run-turn.js';
-import type { TurnEvent, TurnStatus } from './loop/turn-events.js';
-import { createSidecarClient } from './sidecar-client/create-sidecar-client.js';
-import type { ApproveCallback } from './sidecar-client/sidecar-types.js';
+import { runTurn, type TurnOutcome } from '../loop/run-turn.js';
+import type { TurnEvent, TurnStatus } from '../loop/turn-events.js';
+import { createSidecarClient } from '../sidecar-client/create-sidecar-client.js';
+import type { ApproveCallback } from '../sidecar-client/sidecar-types.js';
 import { renderTurnEvent } from './render-turn-event.js';
-import type { CliConsole } from './console/cli-console.js';
-import { CONSOLE_USAGE, takeConsoleFlags, type ConsoleFlags } from './console/console-flags.js';
-import { createTurnControlPlane } from './control-plane/cli/turn-control-plane.js';
-import { renderRunnerEvent } from './control-plane/cli/workflow-run-command.js';
-import { startControllerTelemetry } from './telemetry/controller-telemetry.js';
+import type { CliConsole } from '../console/cli-console.js';
+import { CONSOLE_USAGE, takeConsoleFlags, type ConsoleFlags } from '../console/console-flags.js';
+import { createTurnControlPlane } from '../control-plane/cli/turn-control-plane.js';
+import { renderRunnerEvent } from '../control-plane/cli/workflow-run-command.js';
+import { startControllerTelemetry } from '../telemetry/controller-telemetry.js';
 
 export type { CliIo } from './cli-io.js';
 
@@ -110,7 +110,7 @@ async function runOneTurn(
   const turnSignal = AbortSignal.any([signal, cancelled.signal]);
   if (consoleRun.flags) {
     // Loaded only with --console: plain turns never load the HTTP server.
-    const { startCliConsole } = await import('./console/cli-console.js');
+    const { startCliConsole } = await import('../console/cli-console.js');
     const started = await startCliConsole({ flags: consoleRun.flags, agentId: options.agentId, sidecarAddress: address, ...(token ? { sidecarToken: token } : {}), dataDir: options.dataDir, ...(options.database ? { database: options.database } : {}) });
     consoleRun.console = started;
     cleanups.push(() => started.close());

@@ -1,6 +1,6 @@
 import { connectCliSidecar, type CliSidecar } from './cli-sidecar.js';
 import { parseCliOptions } from './cli-options.js';
-import { takeConsoleFlags } from './console/console-flags.js';
+import { takeConsoleFlags } from '../console/console-flags.js';
 
 /** A sidecar child `npm start` began before it loaded the rest of the controller. */
 export interface EarlySidecar {

@@ -1,6 +1,6 @@
 import type { CliOptions } from './cli-options.js';
-import { EMBEDDED_MODEL_NAME, startEmbeddedModel } from './model/embedded-model.js';
-import type { ResponsesModel } from './model/responses-model.js';
+import { EMBEDDED_MODEL_NAME, startEmbeddedModel } from '../model/embedded-model.js';
+import type { ResponsesModel } from '../model/responses-model.js';
 
 // The sidecar half lives in its own light module (npm start loads it first); re-exported for the
 // callers that start both halves.
@@ -14,7 +14,7 @@ export { connectCliSidecar, type CliSidecar } from './cli-sidecar.js';
  * @throws what starting the embedded model throws; `aborted` when `signal` aborts.
  */
 export async function createCliModel(options: CliOptions, cleanups: Array<() => Promise<void>>, signal: AbortSignal): Promise<ResponsesModel> {
-  const loadingModel = import('./model/openai-responses-model.js');
+  const loadingModel = import('../model/openai-responses-model.js');
   loadingModel.catch(() => {}); // awaited below; a failure surfaces there
   let baseURL = options.baseURL;
   if (options.embedded) {

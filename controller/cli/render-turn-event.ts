@@ -1,4 +1,4 @@
-import type { TurnEvent } from './loop/turn-events.js';
+import type { TurnEvent } from '../loop/turn-events.js';
 
 function summarize(payload: unknown): string {
   const text = typeof payload === 'string' ? payload : JSON.stringify(payload);

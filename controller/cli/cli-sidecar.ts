@@ -2,9 +2,9 @@ import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { runtimePath } from '../src/runtime-path.js';
+import { runtimePath } from '../../src/runtime-path.js';
 import type { CliOptions } from './cli-options.js';
-import { describeSidecarSandbox, spawnSidecar } from './sidecar-client/spawn-sidecar.js';
+import { describeSidecarSandbox, spawnSidecar } from '../sidecar-client/spawn-sidecar.js';
 
 // Kept light on purpose: `npm start` loads this module (and spawns the sidecar through it) before
 // the rest of the controller, so nothing here may import the src/ barrel, grpc-js or zod.
