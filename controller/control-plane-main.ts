@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // `npm run controller -- COMMAND ...`: the control plane's commands. Wiring only.
 import { runWorkflowCommand } from './control-plane/cli/workflow-run-command.js';
-import { runApprovalsCommand } from './control-plane/approvals/approvals-command.js';
-import { runServe } from './control-plane/serve/run-serve.js';
+import { runApprovalsCommand } from './control-plane/cli/approvals-command.js';
+import { runServe } from './control-plane/cli/serve/run-serve.js';
 import { startControllerTelemetry } from './telemetry/controller-telemetry.js';
 import { enterUserFolder } from '../src/user-folder.js';
 

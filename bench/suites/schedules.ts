@@ -6,8 +6,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { answerControlRequest } from '../../controller/control-plane/answer-control-request.js';
-import { Scheduler } from '../../controller/control-plane/schedules/scheduler.js';
+import { answerControlRequest } from '../../controller/control-plane/grpc/answer-control-request.js';
+import { Scheduler } from '../../controller/control-plane/domain/schedules/scheduler.js';
 import { openSqliteStore } from '../../controller/control-plane/store/sqlite/open-sqlite-store.js';
 import { quantile, type BenchRow, type BenchSuite } from '../bench-row.js';
 

@@ -1,10 +1,10 @@
-import { answerControlRequest } from '../control-plane/answer-control-request.js';
+import { answerControlRequest } from '../control-plane/grpc/answer-control-request.js';
 import type { ControlPlaneStore } from '../control-plane/store/control-plane-store.js';
 import { openControlPlaneStore } from '../control-plane/store/open-control-plane-store.js';
 import type { TurnEvent } from '../loop/turn-events.js';
 import type { ApproveCallback } from '../sidecar-client/sidecar-types.js';
 import { ConsoleApprovals } from './console-approvals.js';
-import { controlTokenPath, generateControlToken, makeDataDirPrivate, removeTokenFile, writeTokenFile } from '../control-plane/auth/control-token.js';
+import { controlTokenPath, generateControlToken, makeDataDirPrivate, removeTokenFile, writeTokenFile } from '../control-plane/grpc/control-token.js';
 import { consoleLinkWithToken, readConsoleToken, type ConsoleFlags } from './console-flags.js';
 import { startConsoleServer, type ConsoleServer } from './console-server.js';
 import { TurnFeed } from './turn-feed.js';

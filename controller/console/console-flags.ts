@@ -1,6 +1,6 @@
 import { checkHostPort } from '../../src/cli-usage.js';
 import { ToolRuntimeError } from '../../src/errors.js';
-import { readTokenFile } from '../control-plane/auth/control-token.js';
+import { readTokenFile } from '../control-plane/grpc/control-token.js';
 
 /** The console's flags, as `npm start` and `serve` take them. */
 export interface ConsoleFlags {

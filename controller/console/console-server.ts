@@ -8,7 +8,7 @@ import { streamSSE } from 'hono/streaming';
 import { errorMessage, isToolRuntimeError, ToolRuntimeError } from '../../src/index.js';
 import type { ControlReply, ControlRequest } from '../../src/gen/toolruntime/v1/control_plane.js';
 import { listenHost } from '../../src/grpc-server/listen-address.js';
-import { isControlPlaneError } from '../control-plane/control-plane-error.js';
+import { isControlPlaneError } from '../control-plane/domain/control-plane-error.js';
 import { consoleGuard } from './console-guard.js';
 import { readConsoleState, type ConsoleSources } from './console-state.js';
 import type { FeedMessage } from './turn-feed.js';

@@ -3,7 +3,7 @@ import { errorMessage } from '../../../src/index.js';
 import { parseArgsMessage } from '../../../src/cli-usage.js';
 import { WorkflowRunState, WorkflowTaskState, type ControlRequest, type WorkflowRun } from '../../../src/gen/toolruntime/v1/control_plane.js';
 import type { CliIo } from '../../cli/cli-io.js';
-import { answerControlRequest } from '../answer-control-request.js';
+import { answerControlRequest } from '../grpc/answer-control-request.js';
 import { defaultDataDir } from '../store/default-data-dir.js';
 import { openControlPlaneStore, resolveDatabaseOption } from '../store/open-control-plane-store.js';
 

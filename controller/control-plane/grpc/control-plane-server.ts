@@ -11,7 +11,7 @@ import {
   type ListApprovalsRequest,
   type ListApprovalsResponse,
 } from '../../../src/gen/toolruntime/v1/control_plane.js';
-import { isControlPlaneError } from '../control-plane-error.js';
+import { isControlPlaneError } from '../domain/control-plane-error.js';
 import { createTokenInterceptor } from '../../../src/grpc-server/auth-interceptor.js';
 import type { StoreHealth } from '../store/control-plane-store.js';
 import { createSidecarHealth } from '../../../src/grpc-server/health-service.js';

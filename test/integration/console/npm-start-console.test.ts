@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { controlTokenPath } from '../../../controller/control-plane/auth/control-token.js';
+import { controlTokenPath } from '../../../controller/control-plane/grpc/control-token.js';
 import { until } from '../../fixtures/control-plane-client.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));

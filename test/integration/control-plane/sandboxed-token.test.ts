@@ -7,7 +7,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { controlTokenPath } from '../../../controller/control-plane/auth/control-token.js';
+import { controlTokenPath } from '../../../controller/control-plane/grpc/control-token.js';
 import { JobState } from '../../../src/gen/toolruntime/v1/control_plane.js';
 import { startScriptedAgentModel, type ScriptedAgentModel } from '../../fakes/scripted-agent-model.js';
 import { controlPlaneClient, until } from '../../fixtures/control-plane-client.js';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runApprovalsCommand } from '../../../controller/control-plane/approvals/approvals-command.js';
+import { runApprovalsCommand } from '../../../controller/control-plane/cli/approvals-command.js';
 import { functionCallItem, messageItem } from '../../../controller/model/responses-wire.js';
 import type { ResponseItem } from '../../../controller/model/responses-model.js';
 import { ControlPlaneServiceClient, JobState, type Job } from '../../../src/gen/toolruntime/v1/control_plane.js';

@@ -2,13 +2,13 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { hostname, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { answerControlRequest } from '../../../controller/control-plane/answer-control-request.js';
+import { answerControlRequest } from '../../../controller/control-plane/grpc/answer-control-request.js';
 import type { ControlPlaneStore } from '../../../controller/control-plane/store/control-plane-store.js';
 import { openSqliteStore } from '../../../controller/control-plane/store/sqlite/open-sqlite-store.js';
 import type { WorkflowDefinition } from '../../../controller/control-plane/store/workflow-store.js';
-import { sidecarTaskTurns, type OpenTaskTurn } from '../../../controller/control-plane/workflows/sidecar-task-turns.js';
-import { ControlPlaneError } from '../../../controller/control-plane/control-plane-error.js';
-import { WorkflowRunner, type WorkflowRunnerEvent } from '../../../controller/control-plane/workflows/workflow-runner.js';
+import { sidecarTaskTurns, type OpenTaskTurn } from '../../../controller/control-plane/domain/workflows/sidecar-task-turns.js';
+import { ControlPlaneError } from '../../../controller/control-plane/domain/control-plane-error.js';
+import { WorkflowRunner, type WorkflowRunnerEvent } from '../../../controller/control-plane/domain/workflows/workflow-runner.js';
 import { REPAIR_INSTRUCTION } from '../../../controller/loop/run-task-turn.js';
 import { createOpenAIResponsesModel } from '../../../controller/model/openai-responses-model.js';
 import type { ResponseItem } from '../../../controller/model/responses-model.js';

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedAgentModel, type ScriptedAgentModel } from '../../fakes/scripted-agent-model.js';
 import { runToExit } from '../../fixtures/run-to-exit.js';
 import { startServe } from '../../fixtures/start-serve.js';
-import { controlTokenPath } from '../../../controller/control-plane/auth/control-token.js';
+import { controlTokenPath } from '../../../controller/control-plane/grpc/control-token.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));

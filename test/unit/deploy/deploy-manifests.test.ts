@@ -7,7 +7,7 @@ import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ConfigMap, Pod, Secret, Service, type IContainer, type IPodSpec, type IProbe } from 'kubernetes-models/v1';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { parseServeOptions } from '../../../controller/control-plane/serve/serve-options.js';
+import { parseServeOptions } from '../../../controller/control-plane/cli/serve/serve-options.js';
 import { parseSidecarArgs } from '../../../sidecar/cli.js';
 
 type Manifest = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> }; [key: string]: unknown };

@@ -2,7 +2,7 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { errorMessage, silentLogger, type Logger } from '../../../../src/index.js';
 import type { PostgresStoreContext } from './postgres-store-context.js';
-import { ControlPlaneError } from '../../control-plane-error.js';
+import { ControlPlaneError } from '../../domain/control-plane-error.js';
 import type { ControlPlaneStore } from '../control-plane-store.js';
 import { postgresMigrations, type PostgresMigration } from './postgres-migrations.js';
 import type { PostgresDatabase } from './postgres-schema.js';

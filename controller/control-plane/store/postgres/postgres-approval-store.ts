@@ -1,5 +1,5 @@
 import type { Selectable, Transaction } from 'kysely';
-import { ControlPlaneError } from '../../control-plane-error.js';
+import { ControlPlaneError } from '../../domain/control-plane-error.js';
 import type { ApprovalRecord, ApprovalStore } from '../approval-store.js';
 import type { PostgresStoreContext } from './postgres-store-context.js';
 import type { ApprovalsTable, PostgresDatabase } from './postgres-schema.js';

@@ -1,5 +1,5 @@
 import { sql, type Selectable, type Transaction } from 'kysely';
-import { ControlPlaneError } from '../../control-plane-error.js';
+import { ControlPlaneError } from '../../domain/control-plane-error.js';
 import type { JobRecord, JobStore, NewJob } from '../job-store.js';
 import type { PostgresStoreContext } from './postgres-store-context.js';
 import { JOB_TURN_QUEUE, type JobTurnClaim, type PgBossClaims, type QueuedJob } from './pg-boss-claims.js';

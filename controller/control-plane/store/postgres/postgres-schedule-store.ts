@@ -1,5 +1,5 @@
 import { sql, type Selectable } from 'kysely';
-import { ControlPlaneError } from '../../control-plane-error.js';
+import { ControlPlaneError } from '../../domain/control-plane-error.js';
 import type { ScheduleRecord, ScheduleStore } from '../schedule-store.js';
 import type { PostgresStoreContext } from './postgres-store-context.js';
 import type { SchedulesTable } from './postgres-schema.js';

@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
-import { ControlPlaneError } from '../../control-plane-error.js';
+import { ControlPlaneError } from '../../domain/control-plane-error.js';
 import type { AttemptSettled, TaskClaim, TaskClaimScope, WorkflowAttemptRecord, WorkflowRunRecord, WorkflowRunState, WorkflowStore, WorkflowTaskRecord, WorkflowTaskState } from '../workflow-store.js';
 import { allCommitted, INTERRUPTED_BY_GONE_RUNNER, readyTasks, taskFailedError } from '../workflow-readiness.js';
 import { TASK_ATTEMPT_QUEUE, type PgBossClaims, type QueuedJob } from './pg-boss-claims.js';

@@ -4,7 +4,7 @@ import type Database from 'better-sqlite3';
 import { errorMessage } from '../../../../src/index.js';
 import type { SqliteStoreContext } from './sqlite-store-context.js';
 import { loadOnFirstUse } from '../../../../src/load-on-first-use.js';
-import { ControlPlaneError } from '../../control-plane-error.js';
+import { ControlPlaneError } from '../../domain/control-plane-error.js';
 import type { ControlPlaneStore } from '../control-plane-store.js';
 import { migrations, type SqliteMigration } from './migrations.js';
 import { createSqliteWorkflowStore } from './sqlite-workflow-store.js';

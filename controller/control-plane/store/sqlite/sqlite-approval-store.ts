@@ -1,5 +1,5 @@
 import type { Database } from 'better-sqlite3';
-import { ControlPlaneError } from '../../control-plane-error.js';
+import { ControlPlaneError } from '../../domain/control-plane-error.js';
 import type { ApprovalRecord, ApprovalStatus, ApprovalStore, NewApproval } from '../approval-store.js';
 
 /** The approvals table, one entry of the store's ordered migration list (migrations.ts gives it its version). Times are epoch ms. */

@@ -1,5 +1,5 @@
 import type { Database } from 'better-sqlite3';
-import { ControlPlaneError } from '../../control-plane-error.js';
+import { ControlPlaneError } from '../../domain/control-plane-error.js';
 import type { JobRecord, JobStatus, JobStore, NewJob } from '../job-store.js';
 
 interface JobRow {

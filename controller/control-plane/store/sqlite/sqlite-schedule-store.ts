@@ -1,5 +1,5 @@
 import type { Database } from 'better-sqlite3';
-import { ControlPlaneError } from '../../control-plane-error.js';
+import { ControlPlaneError } from '../../domain/control-plane-error.js';
 import type { FiringClaim, NewSchedule, ScheduleRecord, ScheduleStore } from '../schedule-store.js';
 import type { JobRecord } from '../job-store.js';
 import { jobInserter } from './sqlite-job-store.js';

@@ -1,4 +1,4 @@
-import { ControlPlaneError } from '../../control-plane-error.js';
+import { ControlPlaneError } from '../../domain/control-plane-error.js';
 import type {
   AttemptSettled,
   CommitOutcome,

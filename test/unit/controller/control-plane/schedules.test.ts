@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { catchUp, parseScheduleTiming } from '../../../../controller/control-plane/schedules/schedule-timing.js';
-import { Scheduler, type Firing } from '../../../../controller/control-plane/schedules/scheduler.js';
-import type { ScheduleJobHooks } from '../../../../controller/control-plane/schedule-job-control-handlers.js';
+import { catchUp, parseScheduleTiming } from '../../../../controller/control-plane/domain/schedules/schedule-timing.js';
+import { Scheduler, type Firing } from '../../../../controller/control-plane/domain/schedules/scheduler.js';
+import type { ScheduleJobHooks } from '../../../../controller/control-plane/grpc/schedule-job-control-handlers.js';
 import { askControlPlane as ask, tempStore } from '../../../fixtures/ask-control-plane.js';
 
 const T0 = Date.parse('2026-11-30T21:00:00.000Z');

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readAgentsFile } from '../../../../controller/control-plane/serve/read-agents-file.js';
+import { readAgentsFile } from '../../../../controller/control-plane/cli/serve/read-agents-file.js';
 import { readMcpServersFile } from '../../../../sidecar/categories/mcp/mcp-servers-file.js';
 import { parseSidecarArgs } from '../../../../sidecar/parse-sidecar-args.js';
 

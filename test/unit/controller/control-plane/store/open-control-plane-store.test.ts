@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseServeOptions } from '../../../../../controller/control-plane/serve/serve-options.js';
-import { isControlPlaneError } from '../../../../../controller/control-plane/control-plane-error.js';
+import { parseServeOptions } from '../../../../../controller/control-plane/cli/serve/serve-options.js';
+import { isControlPlaneError } from '../../../../../controller/control-plane/domain/control-plane-error.js';
 import { openControlPlaneStore, resolveDatabaseOption } from '../../../../../controller/control-plane/store/open-control-plane-store.js';
 import { redactDatabaseUrl } from '../../../../../controller/control-plane/store/postgres/open-postgres-store.js';
 

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { isControlPlaneError } from '../../../../../controller/control-plane/control-plane-error.js';
+import { isControlPlaneError } from '../../../../../controller/control-plane/domain/control-plane-error.js';
 import type { ControlPlaneStore } from '../../../../../controller/control-plane/store/control-plane-store.js';
 import type { TaskClaim, WorkflowDefinition } from '../../../../../controller/control-plane/store/workflow-store.js';
 import { eventually, postgresBackend, sqliteBackend, useStoreSuite } from '../../../../fixtures/store-backends.js';

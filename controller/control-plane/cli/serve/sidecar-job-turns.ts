@@ -1,0 +1,99 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '../../../../src/index.js';
+import { runTurn, type RunTurnOptions } from '../../../loop/run-turn.js';
+import type { TurnEvent } from '../../../loop/turn-events.js';
+import { recordApprovals } from '../../../approvals/terminal-approver.js';
+import type { ApproveCallback } from '../../../sidecar-client/sidecar-types.js';
+import type { ResponsesModel } from '../../../model/responses-model.js';
+import type { SidecarClient } from '../../../sidecar-client/create-sidecar-client.js';
+import type { ApprovalPolicyInput, ClientRequestHandler } from '../../../sidecar-client/sidecar-types.js';
+import { createStoredApprover } from '../../domain/approvals/stored-approver.js';
+import { answerControlRequest, type ControlHooks } from '../../grpc/answer-control-request.js';
+import type { RunJobTurn } from '../../domain/jobs/job-runner.js';
+import type { ControlPlaneStore } from '../../store/control-plane-store.js';
+
+/** Options of `sidecarJobTurns`. */
+export interface SidecarJobTurnsOptions {
+  clientFor: (agentId: string) => SidecarClient;
+  /** Each job turn's typed events (the web console records them). */
+  onTurnEvent?: (turn: { turnId: string; agentId: string; kind: string; label: string }, event: TurnEvent) => void;
+  model: ResponsesModel;
+  store: ControlPlaneStore;
+  /** The hooks control requests from the job's turn are answered with (read at each request). */
+  hooks: () => ControlHooks;
+  /** Calls that wait for an operator's decision, stored in `store.approvals`; none when absent. */
+  approvals?: { policy: ApprovalPolicyInput; expiresAfterMs: number };
+  turnOptions?: Pick<RunTurnOptions, 'toolSearch' | 'flattenNamespaces' | 'maxModelCalls' | 'callDeadlineMs'>;
+  /** The longest a job's turn may run (default 30 minutes); then it is aborted and the job fails. */
+  maxTurnMs?: number;
+  logger?: Logger;
+}
+
+/** The default bound on one job turn. */
+export const DEFAULT_MAX_JOB_TURN_MS = 30 * 60_000;
+
+/**
+ * Runs a background job (or a schedule's firing) as one text turn on the agent's sidecar: the turn
+ * declares the control-plane capability and its control requests are answered as the job's agent
+ * (never another), with `can_spawn_jobs` from the job (false for a job's own turn, so it gets no
+ * job tools). With `approvals`, the calls its policy names wait for an operator's decision, stored as
+ * pending approvals (expiring as denied). The signal, or `maxTurnMs`, aborts the model request and
+ * every call in flight; a turn that does not complete is a failed job with the reason.
+ */
+export function sidecarJobTurns(options: SidecarJobTurnsOptions): RunJobTurn {
+  const maxTurnMs = options.maxTurnMs ?? DEFAULT_MAX_JOB_TURN_MS;
+  return async (job, jobSignal) => {
+    const deadline = AbortSignal.timeout(maxTurnMs);
+    const signal = AbortSignal.any([jobSignal, deadline]);
+    const turnId = randomUUID();
+    // The console's view of this turn: its events, approvals asked and decided included.
+    const onEvent = options.onTurnEvent ? (event: TurnEvent) => options.onTurnEvent?.({ turnId, agentId: job.agentId, kind: job.scheduleId ? 'schedule' : 'job', label: `${job.jobId}: ${job.prompt.slice(0, 100)}` }, event) : undefined;
+    const recorded = (approve: ApproveCallback) => (onEvent ? recordApprovals(approve, onEvent, 'control-plane') : approve);
+    const onClientRequest: ClientRequestHandler = async (event) => {
+      if (event.kind !== 'control') {
+        return { kind: 'approval', approved: false, reason: 'background turns run unattended: nobody can approve calls there' };
+      }
+      const control = await answerControlRequest({ store: options.store, agentId: job.agentId, request: event.control, hooks: options.hooks() });
+      return { kind: 'control', control };
+    };
+    const turn = await options.clientFor(job.agentId).openTurn(
+      {
+        agentId: job.agentId,
+        turnId,
+        kind: 'text',
+        canSpawnJobs: job.canSpawnJobs,
+        controlPlane: true,
+        labels: { job_id: job.jobId, ...(job.scheduleId ? { schedule_id: job.scheduleId } : {}) },
+        ...(options.approvals ? { approvalPolicy: options.approvals.policy } : {}),
+      },
+      {
+        signal,
+        onClientRequest,
+        ...(options.approvals
+          ? {
+              approve: recorded(createStoredApprover({
+                approvals: options.store.approvals,
+                agentId: job.agentId,
+                turnId,
+                expiresAfterMs: options.approvals.expiresAfterMs,
+                ...(options.logger ? { logger: options.logger } : {}),
+              })),
+            }
+          : {}),
+      },
+    );
+    try {
+      const outcome = await runTurn({ model: options.model, turn, prompt: job.prompt, signal, turnId, ...options.turnOptions, ...(onEvent ? { onEvent } : {}) });
+      if (outcome.status === 'completed' || outcome.status === 'terminated') {
+        return { status: 'succeeded', finalText: outcome.finalText, error: '' };
+      }
+      if (deadline.aborted && !jobSignal.aborted) {
+        return { status: 'failed', finalText: outcome.finalText, error: `the job's turn ran past its ${maxTurnMs} ms bound and was aborted` };
+      }
+      return { status: 'failed', finalText: outcome.finalText, error: `turn ${outcome.status}: ${outcome.error ?? 'no reason given'}` };
+    } finally {
+      if (signal.aborted) turn.abort();
+      else await turn.close({ timeoutMs: 5_000 });
+    }
+  };
+}

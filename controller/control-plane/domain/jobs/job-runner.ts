@@ -1,0 +1,186 @@
+import { errorMessage, silentLogger, type Logger } from '../../../../src/index.js';
+import type { JobRecord, JobStore } from '../../store/job-store.js';
+import { deadLocalOwners, newRunnerOwner } from '../workflows/runner-owner.js';
+
+/** How a job's turn ended, as the runner records it. */
+export interface JobTurnOutcome {
+  status: 'succeeded' | 'failed';
+  finalText: string;
+  error: string;
+}
+
+/**
+ * Runs one job's text turn. Must settle soon after `signal` aborts (cancel or shutdown). It never
+ * needs to touch the store: the runner records the outcome.
+ */
+export type RunJobTurn = (job: JobRecord, signal: AbortSignal) => Promise<JobTurnOutcome>;
+
+/** Options of the job runner. */
+export interface JobRunnerOptions {
+  jobs: JobStore;
+  /** The agents this runner runs jobs for (the ones it has a sidecar for). */
+  agentIds: string[];
+  runTurn: RunJobTurn;
+  /** Jobs of one agent running at once (default 2); more wait queued. */
+  maxRunningPerAgent?: number;
+  /** The longest sleep between store checks, so jobs queued or cancelled by another process are seen (default 1 s). */
+  pollMs?: number;
+  /** This runner's id in the store (default `host:pid:random`, so a runner on this host sees when its process is gone). */
+  owner?: string;
+  clock?: () => number;
+  logger?: Logger;
+}
+
+/** The default cap on one agent's running jobs. */
+export const DEFAULT_MAX_RUNNING_JOBS_PER_AGENT = 2;
+
+/**
+ * Runs queued background jobs, each as one text turn, at most `maxRunningPerAgent` per agent. A job
+ * is claimed in the store (queued → running) before its turn starts, and its outcome recorded when
+ * the turn ends. Cancelling a job in the store (here or from another process) aborts its turn at
+ * once (here) or within `pollMs` (another process). `start()` puts jobs left running by a stopped
+ * or killed controller back in the queue: they run again (at-least-once execution).
+ */
+export class JobRunner {
+  readonly #options: JobRunnerOptions;
+  readonly #clock: () => number;
+  readonly #owner: string;
+  readonly #running = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  #loop: Promise<void> | undefined;
+  #closed = false;
+  #wake: (() => void) | undefined;
+
+  constructor(options: JobRunnerOptions) {
+    this.#options = options;
+    this.#clock = options.clock ?? Date.now;
+    this.#owner = options.owner ?? newRunnerOwner();
+  }
+
+  /**
+   * Requeues the jobs of its agents that a runner now gone left running (a stopped or killed
+   * controller on this host, or one that recorded no owner), then starts the loop, which does the
+   * same at every poll. Jobs held by a live runner, or by one on another host, are left alone.
+   * Resolves once started.
+   */
+  async start(): Promise<{ resumed: number }> {
+    if (this.#loop) return { resumed: 0 };
+    const resumed = await this.#requeueOrphans();
+    this.#loop = this.#run();
+    return { resumed };
+  }
+
+  async #requeueOrphans(): Promise<number> {
+    const { jobs, agentIds } = this.#options;
+    const gone = deadLocalOwners((await jobs.runningOwners(agentIds)).filter((owner) => owner !== this.#owner));
+    const resumed = await jobs.requeueRunning({ agentIds, owners: gone });
+    if (resumed > 0) this.#options.logger?.info('resuming background jobs a stopped controller left running', { count: resumed });
+    return resumed;
+  }
+
+  /** Looks for queued work now (a job was queued in this process). */
+  wake(): void {
+    this.#wake?.();
+  }
+
+  /** Aborts the job's turn when it runs here (after the store recorded its cancel). */
+  abort(jobId: string, reason: string): void {
+    this.#running.get(jobId)?.controller.abort(new Error(reason));
+  }
+
+  /** Jobs whose turns run in this process now. */
+  get runningCount(): number {
+    return this.#running.size;
+  }
+
+  /**
+   * Stops claiming jobs, lets running turns finish for up to `graceMs` (default 10 s), then aborts
+   * the rest and waits (bounded by `abortGraceMs`, default 5 s) for them to settle. Jobs aborted
+   * this way stay `running` in the store, so the next `start()` runs them again.
+   */
+  async close(options: { graceMs?: number; abortGraceMs?: number } = {}): Promise<void> {
+    this.#closed = true;
+    this.#wake?.();
+    await this.#loop;
+    const all = () => Promise.all([...this.#running.values()].map((entry) => entry.done));
+    if (!(await settlesWithin(all(), options.graceMs ?? 10_000))) {
+      for (const entry of this.#running.values()) entry.controller.abort(new Error('the controller is shutting down'));
+      await settlesWithin(all(), options.abortGraceMs ?? 5_000);
+    }
+  }
+
+  async #run(): Promise<void> {
+    const logger = this.#options.logger ?? silentLogger;
+    const pollMs = this.#options.pollMs ?? 1_000;
+    while (!this.#closed) {
+      try {
+        await this.#requeueOrphans();
+        await this.#claimAll();
+        await this.#abortCancelledElsewhere();
+      } catch (error) {
+        logger.error('the job runner could not read the store; retrying', { error: errorMessage(error) });
+      }
+      if (this.#closed) break;
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          this.#wake = undefined;
+          resolve();
+        };
+        const timer = setTimeout(done, pollMs);
+        this.#wake = done;
+      });
+    }
+  }
+
+  async #claimAll(): Promise<void> {
+    const { jobs, agentIds, maxRunningPerAgent = DEFAULT_MAX_RUNNING_JOBS_PER_AGENT } = this.#options;
+    while (!this.#closed) {
+      const job = await jobs.claimNext({ agentIds, maxRunningPerAgent, now: this.#clock(), owner: this.#owner });
+      if (!job) return;
+      const controller = new AbortController();
+      const done = this.#runJob(job, controller).finally(() => {
+        this.#running.delete(job.jobId);
+        this.wake();
+      });
+      this.#running.set(job.jobId, { controller, done });
+    }
+  }
+
+  async #runJob(job: JobRecord, controller: AbortController): Promise<void> {
+    const logger = this.#options.logger ?? silentLogger;
+    logger.info('job started', { jobId: job.jobId, agentId: job.agentId, attempt: job.attempts });
+    let outcome: JobTurnOutcome;
+    try {
+      outcome = await this.#options.runTurn(job, controller.signal);
+    } catch (error) {
+      outcome = { status: 'failed', finalText: '', error: errorMessage(error) };
+    }
+    if (this.#closed && controller.signal.aborted) {
+      // Shut down under it: leave it running in the store, so the next start runs it again.
+      logger.info('job interrupted by shutdown; it runs again at the next start', { jobId: job.jobId });
+      return;
+    }
+    const recorded = await this.#options.jobs.finish(job.jobId, { ...outcome, now: this.#clock() }).catch((error: unknown) => {
+      logger.error('could not record a job outcome', { jobId: job.jobId, error: errorMessage(error) });
+      return false;
+    });
+    logger.info('job finished', { jobId: job.jobId, status: recorded ? outcome.status : 'cancelled', ...(outcome.error ? { error: outcome.error } : {}) });
+  }
+
+  async #abortCancelledElsewhere(): Promise<void> {
+    for (const [jobId, entry] of this.#running) {
+      const job = await this.#options.jobs.get(jobId);
+      if (job?.status !== 'running') entry.controller.abort(new Error(job?.error || 'the job was cancelled'));
+    }
+  }
+}
+
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const settled = await Promise.race([
+    promise.then(() => true, () => true),
+    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms))),
+  ]);
+  clearTimeout(timer);
+  return settled;
+}
