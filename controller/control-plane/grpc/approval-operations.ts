@@ -1,7 +1,7 @@
 import { ControlPlaneError } from '../domain/control-plane-error.js';
 import type { ApprovalOperations } from './control-plane-server.js';
 import type { ApprovalStore } from '../store/approval-store.js';
-import { toProtoApproval } from '../domain/approvals/stored-approver.js';
+import { toProtoApproval } from './to-proto-approval.js';
 
 /**
  * ControlPlaneService's ListApprovals and DecideApproval over the store. An empty `agent_id` lists

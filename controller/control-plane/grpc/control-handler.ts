@@ -5,14 +5,9 @@ import type { ControlReply, ControlRequest } from '../../../src/gen/toolruntime/
 import type { ScheduleJobHooks } from './schedule-job-hooks.js';
 import type { ControlPlaneStore } from '../store/control-plane-store.js';
 import type { WorkflowLimits } from '../domain/workflows/validate-workflow-definition.js';
+import type { WorkflowRunnerHook } from '../domain/workflows/workflow-runner.js';
 
-/** The workflow runner of this process, as the control handlers reach it. */
-export interface WorkflowRunnerHook {
-  /** A run was just created here: start claiming its tasks. */
-  adopt(runId: string): void;
-  /** A run was cancelled in the store: abort its running task turns now. */
-  cancelled(runId: string, reason: string): void;
-}
+export type { WorkflowRunnerHook } from '../domain/workflows/workflow-runner.js';
 
 /** What the handlers may call besides the store. Every member is optional. */
 export interface ControlHooks {

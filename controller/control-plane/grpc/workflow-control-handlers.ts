@@ -2,7 +2,8 @@ import type { ControlHandlers } from './control-handler.js';
 import { ControlPlaneError } from '../domain/control-plane-error.js';
 import type { WorkflowRunRecord } from '../store/workflow-store.js';
 import { toProtoWorkflowRun } from './to-proto-workflow-run.js';
-import { fromProtoDefinition, validateWorkflowDefinition } from '../domain/workflows/validate-workflow-definition.js';
+import { validateWorkflowDefinition } from '../domain/workflows/validate-workflow-definition.js';
+import { fromProtoDefinition } from './from-proto-workflow-definition.js';
 
 const DEFAULT_LIST_LIMIT = 50;
 const MAX_LIST_LIMIT = 200;

@@ -1,7 +1,6 @@
 import { errorMessage, type Logger } from '../../../../src/index.js';
-import { ApprovalState, type Approval } from '../../../../src/gen/toolruntime/v1/control_plane.js';
 import type { ApproveCallback } from '../../../sidecar-client/sidecar-types.js';
-import type { ApprovalRecord, ApprovalStatus, ApprovalStore } from '../../store/approval-store.js';
+import type { ApprovalRecord, ApprovalStore } from '../../store/approval-store.js';
 
 /** Options of `createStoredApprover`. */
 export interface StoredApproverOptions {
@@ -70,33 +69,5 @@ export function createStoredApprover(options: StoredApproverOptions): ApproveCal
       options.logger?.warn('approval failed', { error: errorMessage(error) });
       return { approved: false, reason: `the approval could not be stored or read: ${errorMessage(error)}` };
     }
-  };
-}
-
-const states: Record<ApprovalStatus, ApprovalState> = {
-  pending: ApprovalState.APPROVAL_STATE_PENDING,
-  approved: ApprovalState.APPROVAL_STATE_APPROVED,
-  denied: ApprovalState.APPROVAL_STATE_DENIED,
-  expired: ApprovalState.APPROVAL_STATE_EXPIRED,
-};
-
-/** A stored approval as the proto's Approval. */
-export function toProtoApproval(record: ApprovalRecord): Approval {
-  return {
-    approvalId: record.approvalId,
-    agentId: record.agentId,
-    turnId: record.turnId,
-    callId: record.callId,
-    toolName: record.toolName,
-    namespace: record.namespace,
-    label: record.label,
-    parametersJson: record.parametersJson,
-    readOnly: record.readOnly,
-    destructive: record.destructive,
-    state: states[record.status],
-    reason: record.reason,
-    createdAt: record.createdAt.toISOString(),
-    expiresAt: record.expiresAt.toISOString(),
-    decidedAt: record.decidedAt?.toISOString() ?? '',
   };
 }

@@ -5,7 +5,6 @@
  */
 import { isJSONObject, type JSONObject } from '../../../../src/index.js';
 import { compileJsonSchema } from '../../../../src/arguments/json-schema-validator.js';
-import type { WorkflowDefinition as ProtoWorkflowDefinition } from '../../../../src/gen/toolruntime/v1/control_plane.js';
 import { ControlPlaneError } from '../control-plane-error.js';
 import type { WorkflowDefinition, WorkflowTaskDefinition } from '../../store/workflow-store.js';
 
@@ -45,22 +44,6 @@ export interface WorkflowDefinitionInput {
 
 const TASK_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const MAX_PROBLEMS = 8;
-
-/** The proto's definition (result schemas as text) as checker input. */
-export function fromProtoDefinition(definition: ProtoWorkflowDefinition | undefined): WorkflowDefinitionInput {
-  if (!definition) return { name: undefined, tasks: undefined };
-  return {
-    name: definition.name,
-    maxParallel: definition.maxParallel,
-    tasks: definition.tasks.map((task) => ({
-      id: task.id,
-      prompt: task.prompt,
-      result_schema: task.resultSchemaJson,
-      depends_on: task.dependsOn,
-      max_attempts: task.maxAttempts,
-    })),
-  };
-}
 
 /**
  * Reads a workflow file's text: `{ name, tasks: [{ id, prompt, result_schema, depends_on?,

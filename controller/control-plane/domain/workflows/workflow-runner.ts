@@ -6,7 +6,6 @@ import { runTaskTurn, type TaskTurnOutcome } from '../../../loop/run-task-turn.j
 import type { RunTurnOptions } from '../../../loop/run-turn.js';
 import type { TurnEvent } from '../../../loop/turn-events.js';
 import type { ResponsesModel } from '../../../model/responses-model.js';
-import type { WorkflowRunnerHook } from '../../grpc/answer-control-request.js';
 import type { ControlPlaneStore } from '../../store/control-plane-store.js';
 import type { TaskClaim, TaskClaimScope, WorkflowRunRecord, WorkflowStore, WorkflowTaskRecord } from '../../store/workflow-store.js';
 import { buildTaskPrompt } from './build-task-prompt.js';
@@ -56,6 +55,14 @@ interface RunningAttempt {
 
 /** Tries of one commit of a finished turn's result (250 ms, 0.5, 1, 2, 4, 4 s between them: about 12 s). */
 const COMMIT_TRIES = 7;
+
+/** The workflow runner of this process, as the control handlers (grpc/control-handler.ts) reach it: what `WorkflowRunner` does for them. */
+export interface WorkflowRunnerHook {
+  /** A run was just created here: start claiming its tasks. */
+  adopt(runId: string): void;
+  /** A run was cancelled in the store: abort its running task turns now. */
+  cancelled(runId: string, reason: string): void;
+}
 
 const claimKey = (claim: TaskClaim) => `${claim.runId}\u0000${claim.taskId}\u0000${claim.attempt}`;
 
