@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { createJsonLogger, errorMessage, isToolRuntimeError, type Logger } from '../src/index.js';
 import type { Catalogs } from './categories/category.js';
-import type { SidecarConfig } from './config.js';
+import type { SidecarConfig } from './sidecar-config.js';
 import { openStdinLifeline, type StdinLifeline } from './open-stdin-lifeline.js';
 import { parseSidecarArgs, sidecarHelpRequested, type SidecarCliOptions } from './parse-sidecar-args.js';
 import { sandboxReport } from './sandbox-report.js';

@@ -1,7 +1,7 @@
 import { errorMessage, ToolRuntimeError } from '../src/errors.js';
 import type { Logger } from '../src/logger.js';
 import { assembleToolSet, type Catalogs, type CategoryCreator } from './categories/category.js';
-import type { SidecarConfig } from './config.js';
+import type { SidecarConfig } from './sidecar-config.js';
 
 /** Catalogs with the sidecar-lifetime state they hold, as `createCatalogs` (tool-sets.ts) makes them. */
 export type ClosableCatalogs = Catalogs & { close?(): void | Promise<void> };

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { errorMessage, ToolRuntimeError, type LogLevel } from '../src/index.js';
 import type { BrainLimits } from './categories/brain/brain-protocol.js';
-import { defaultCommandEnvAllowList, defaultSidecarLimits, type SidecarConfig, type SidecarLimits } from './config.js';
+import { defaultCommandEnvAllowList, defaultSidecarLimits, type SidecarConfig, type SidecarLimits } from './sidecar-config.js';
 import { defaultSandboxSettings, parseNetworkPolicy, parseSandboxMode, type SandboxSettings } from './categories/computer/sandbox/sandbox-policy.js';
 import { isLoopbackAddress } from '../src/grpc-server/listen-address.js';
 import { checkHostPort, parseArgsMessage } from '../src/cli-usage.js';

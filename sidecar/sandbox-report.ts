@@ -1,4 +1,4 @@
-import type { SidecarConfig } from './config.js';
+import type { SidecarConfig } from './sidecar-config.js';
 import { describeNetwork } from './categories/computer/sandbox/sandbox-policy.js';
 import { sandboxProbe } from './categories/computer/sandbox/sandbox-probe.js';
 import { sandboxSettingsOf } from './categories/computer/sandbox/start-process.js';

@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { ToolRuntimeError, type Logger } from '../src/index.js';
 import type { Catalogs } from './categories/category.js';
-import type { SidecarConfig } from './config.js';
+import type { SidecarConfig } from './sidecar-config.js';
 import { createTokenInterceptor } from '../src/grpc-server/auth-interceptor.js';
 import { createToolSidecarServiceDefinition } from './grpc/encode-turn-response.js';
 import { createSidecarHealth } from '../src/grpc-server/health-service.js';

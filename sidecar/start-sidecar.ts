@@ -4,7 +4,7 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createJsonLogger, ToolRuntimeError, type Logger } from '../src/index.js';
 import type { Catalogs } from './categories/category.js';
-import { defaultCommandEnvAllowList, defaultSidecarLimits, type SidecarConfig, type SidecarLimits } from './config.js';
+import { defaultCommandEnvAllowList, defaultSidecarLimits, type SidecarConfig, type SidecarLimits } from './sidecar-config.js';
 import { createLazyCatalogs } from './lazy-catalogs.js';
 import { createSidecarServer, type SidecarTls } from './server.js';
 import { checkToolCategories, checkUniqueNames, loadToolModules, withToolCategories, type ToolCategory } from './tool-modules.js';

@@ -13,7 +13,7 @@ import { createSubmitResultTools } from './categories/submit-result.js';
 import { createTodoStore, createTodoTools } from './categories/todo.js';
 import { createWebTools } from './categories/web.js';
 import { createWorkflowTools } from './categories/workflow.js';
-import type { SidecarConfig } from './config.js';
+import type { SidecarConfig } from './sidecar-config.js';
 
 /** The catalogs, plus `close()` for the sidecar-lifetime state they hold (the Brain index and its worker, the command sessions). */
 export interface SidecarCatalogs extends Catalogs {

@@ -1,6 +1,6 @@
 import { ToolRuntimeError, type WorkerAgentTool } from '../../src/index.js';
 import { toolKey } from '../../src/schema/collect-tool-schemas.js';
-import type { SidecarConfig } from '../config.js';
+import type { SidecarConfig } from '../sidecar-config.js';
 import type { TurnSandbox } from './computer/sandbox/sandbox-policy.js';
 import type { ControlChannel } from '../turn/client-requests.js';
 

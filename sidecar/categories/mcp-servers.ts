@@ -10,7 +10,7 @@ import {
   type Logger,
   type WorkerAgentTool,
 } from '../../src/index.js';
-import type { SidecarConfig } from '../config.js';
+import type { SidecarConfig } from '../sidecar-config.js';
 import type { CategoryContext } from './category.js';
 import type { McpConnection, McpConnectionTimings, McpToolListing } from './mcp/mcp-connection.js';
 import type { McpServerSpec } from './mcp/mcp-servers-file.js';

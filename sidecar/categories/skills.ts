@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Logger } from '../../src/index.js';
-import type { SidecarConfig } from '../config.js';
+import type { SidecarConfig } from '../sidecar-config.js';
 import type { CategoryContext, CategoryOutput } from './category.js';
 import { commandEnv } from './computer/command-env.js';
 import { policyFor } from './computer/sandbox/start-process.js';

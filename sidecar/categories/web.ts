@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineWorkerTool, textResult, ToolRuntimeError, truncateMiddle, type WorkerAgentTool } from '../../src/index.js';
-import type { WebFetchProfile, WebSearchProfile } from '../config.js';
+import type { WebFetchProfile, WebSearchProfile } from '../sidecar-config.js';
 import type { CategoryContext } from './category.js';
 import { htmlToMarkdown } from './web/html-to-markdown.js';
 import { httpGet } from './web/http-get.js';

@@ -8,7 +8,7 @@ import type {
   TurnResponse,
 } from '../../src/gen/toolruntime/v1/sidecar.js';
 import { assembleToolSet, type Catalogs, type TurnContext } from '../categories/category.js';
-import type { SidecarConfig } from '../config.js';
+import type { SidecarConfig } from '../sidecar-config.js';
 import { createClientRequests, type ControlChannel } from '../turn/client-requests.js';
 import { createTurnSession } from '../turn/turn-session.js';
 import { checkTurnContext } from './check-turn-request.js';

@@ -12,7 +12,7 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import { errorMessage, type Logger, type PresentationEvent, type WorkerAgentTool } from '../../src/index.js';
 import { toolKey } from '../../src/schema/collect-tool-schemas.js';
 import { assembleToolSet, type ApprovalPolicy, type Catalogs, type TurnContext } from '../categories/category.js';
-import type { SidecarConfig } from '../config.js';
+import type { SidecarConfig } from '../sidecar-config.js';
 import { createTurnSession, type TurnSession } from '../turn/turn-session.js';
 import type { ApprovalRequestInfo, TurnEvent } from '../turn/turn-event.js';
 import { fromMcpToolName, toMcpCallResult, toMcpTool } from './mcp-tool-listing.js';

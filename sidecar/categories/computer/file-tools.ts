@@ -3,7 +3,7 @@ import path from 'node:path';
 import picomatch from 'picomatch';
 import { z } from 'zod';
 import { defineWorkerTool, textResult, ToolRuntimeError, truncateMiddle, type WorkerAgentTool } from '../../../src/index.js';
-import type { SidecarConfig } from '../../config.js';
+import type { SidecarConfig } from '../../sidecar-config.js';
 import { listWorkspaceFiles } from './list-workspace-files.js';
 import { checkFileAccess, hiddenPathTest } from './sandbox/file-access.js';
 import type { SandboxPolicy } from './sandbox/sandbox-policy.js';

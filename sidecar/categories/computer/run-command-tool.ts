@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { z } from 'zod';
 import { defineWorkerTool, textResult, ToolRuntimeError, truncateMiddle, type WorkerAgentTool } from '../../../src/index.js';
-import type { SidecarConfig } from '../../config.js';
+import type { SidecarConfig } from '../../sidecar-config.js';
 import { commandEnv } from './command-env.js';
 import { instanceEnv } from './leftover-commands.js';
 import { runProcess } from './run-process.js';

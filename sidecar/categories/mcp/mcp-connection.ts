@@ -3,7 +3,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolResultSchema, ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { errorMessage, ToolRuntimeError, type Logger } from '../../../src/index.js';
-import type { SidecarConfig } from '../../config.js';
+import type { SidecarConfig } from '../../sidecar-config.js';
 import { commandEnv } from '../computer/command-env.js';
 import type { McpServerSpec } from './mcp-servers-file.js';
 import { ProcessTransport } from './process-transport.js';

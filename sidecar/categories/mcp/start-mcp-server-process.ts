@@ -1,5 +1,5 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
-import type { SidecarConfig } from '../../config.js';
+import type { SidecarConfig } from '../../sidecar-config.js';
 import { policyFor, startProcess } from '../computer/sandbox/index.js';
 
 /** A started stdio MCP server process. */

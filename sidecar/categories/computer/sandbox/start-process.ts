@@ -2,7 +2,7 @@ import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { SidecarConfig } from '../../../config.js';
+import type { SidecarConfig } from '../../../sidecar-config.js';
 import type { TurnSandbox } from './sandbox-policy.js';
 import { sharedProcessGroupReaper, type ProcessGroupReaper } from '../process-group-reaper.js';
 import { buildSandboxArgv, type CommandSpec, type ExecSpec } from './bwrap-argv.js';

@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { z } from 'zod';
 import { defineWorkerTool, textResult, ToolRuntimeError, type WorkerAgentTool } from '../../../../src/index.js';
-import type { SidecarConfig } from '../../../config.js';
+import type { SidecarConfig } from '../../../sidecar-config.js';
 import type { TurnContext } from '../../category.js';
 import type { SandboxPolicy } from '../sandbox/index.js';
 import { commandEnv } from '../command-env.js';

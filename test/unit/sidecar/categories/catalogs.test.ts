@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isToolRuntimeError, silentLogger } from '../../../../src/index.js';
 import { assembleToolSet, type ControlChannel } from '../../../../sidecar/categories/category.js';
-import type { SidecarConfig } from '../../../../sidecar/config.js';
+import type { SidecarConfig } from '../../../../sidecar/sidecar-config.js';
 import { createCatalogs } from '../../../../sidecar/tool-sets.js';
 import { makeTempDir, testConfig, testContext } from './tool-harness.js';
 

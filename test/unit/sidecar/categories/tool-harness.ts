@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { AgentToolResult, PresentationEvent, WorkerAgentTool } from '../../../../src/index.js';
-import { defaultCommandEnvAllowList, defaultSidecarLimits, type SidecarConfig } from '../../../../sidecar/config.js';
+import { defaultCommandEnvAllowList, defaultSidecarLimits, type SidecarConfig } from '../../../../sidecar/sidecar-config.js';
 import type { CategoryContext, TurnContext } from '../../../../sidecar/categories/category.js';
 import { testSandboxSettings } from '../../../fixtures/test-sandbox.js';
 

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isToolRuntimeError } from '../../../../src/index.js';
-import type { WebFetchProfile, WebSearchProfile } from '../../../../sidecar/config.js';
+import type { WebFetchProfile, WebSearchProfile } from '../../../../sidecar/sidecar-config.js';
 import { createWebTools } from '../../../../sidecar/categories/web.js';
 import { isPrivateAddress } from '../../../../sidecar/categories/web/address-guard.js';
 import { httpGet } from '../../../../sidecar/categories/web/http-get.js';
