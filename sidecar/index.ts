@@ -11,7 +11,10 @@ export type {
   TurnContext,
   TurnKind,
 } from './categories/category.js';
-export { defaultSidecarLimits, type SidecarConfig, type SidecarLimits, type WebFetchProfile, type WebSearchProfile } from './sidecar-config.js';
+export type { SidecarConfig } from './sidecar-config.js';
+export type { CategoryConfig } from './categories/category-config.js';
+export { defaultSidecarLimits, type SidecarLimits } from './sidecar-limits.js';
+export type { WebFetchProfile, WebSearchProfile } from './categories/web/web-profiles.js';
 export type { SidecarTls } from './server.js';
 // Starting a process from your own tool: the one function the built-in tools use, so it runs under
 // the sidecar's sandbox (bubblewrap in front, hidden secrets, the network policy) and its process

@@ -45,12 +45,14 @@ export function createCatalogs(config: SidecarConfig, options: { logger?: Logger
   const sessions = new SessionTable({ limits: { maxBufferedChars: config.limits.maxResultTextChars } });
   // Mounted MCP servers start with the catalogs (after the sidecar listens) and live as long.
   const mcpServers = createMcpServersState(config, { logger });
+  // Each category gets its own part of the configuration here; a creator's context carries the common part only.
+  const webProfiles = { ...(config.webFetch ? { webFetch: config.webFetch } : {}), ...(config.webSearch ? { webSearch: config.webSearch } : {}) };
   mcpServers.start();
   return {
     text: [
       (context) => createTodoTools(context, todoStore),
       (context) => createComputerTools(context, { sessions }),
-      (context) => createWebTools(context),
+      () => createWebTools(webProfiles),
       // The control plane's tools reach the controller over the turn's own stream: present only
       // when the client declared control_plane (background jobs also need can_spawn_jobs).
       (context) => createScheduleTools(context),
@@ -60,7 +62,7 @@ export function createCatalogs(config: SidecarConfig, options: { logger?: Logger
       (context) => createMcpServerTools(context, mcpServers),
     ],
     workflowTask: [
-      (context) => createWebTools(context),
+      () => createWebTools(webProfiles),
       (context) => createBrainTools(context, getBrainIndex),
       (context) => createSubmitResultTools(context, { logger }),
     ],

@@ -13,7 +13,8 @@ import { collectProviderTools } from '../../controller/loop/collect-provider-too
 import { assembleToolSet, type Catalogs, type CategoryContext } from '../../sidecar/categories/category.js';
 import { createMcpServersState, createMcpServerTools } from '../../sidecar/categories/mcp-servers.js';
 import type { McpServerSpec } from '../../sidecar/categories/mcp/mcp-servers-file.js';
-import { defaultSidecarLimits, type SidecarConfig } from '../../sidecar/sidecar-config.js';
+import type { SidecarConfig } from '../../sidecar/sidecar-config.js';
+import { defaultSidecarLimits } from '../../sidecar/sidecar-limits.js';
 import { collectToolSchemas, silentLogger } from '../../src/index.js';
 import { createFixtureCatalogs } from '../../test/fixtures/fixture-categories.js';
 import { quantile, type BenchRow } from '../bench-row.js';

@@ -13,7 +13,7 @@ import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { startSidecar } from '../../test/fixtures/start-sidecar.js';
 import { createFixtureCatalogs } from '../../test/fixtures/fixture-categories.js';
-import { defaultSidecarLimits } from '../../sidecar/sidecar-config.js';
+import { defaultSidecarLimits } from '../../sidecar/sidecar-limits.js';
 import { encodeTurnResponse } from '../../sidecar/grpc/encode-turn-response.js';
 import { toTurnResponse } from '../../sidecar/grpc/proto-mapping.js';
 import { createTurnSession } from '../../sidecar/turn/turn-session.js';

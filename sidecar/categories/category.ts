@@ -1,6 +1,6 @@
 import { ToolRuntimeError, type WorkerAgentTool } from '../../src/index.js';
 import { toolKey } from '../../src/schema/collect-tool-schemas.js';
-import type { SidecarConfig } from '../sidecar-config.js';
+import type { CategoryConfig } from './category-config.js';
 import type { TurnSandbox } from './computer/sandbox/sandbox-policy.js';
 import type { ControlChannel } from '../turn/client-requests.js';
 
@@ -42,7 +42,7 @@ export interface TurnContext {
 /** What a category creator is given for one turn. */
 export interface CategoryContext {
   turn: TurnContext;
-  config: SidecarConfig;
+  config: CategoryConfig;
   /** Aborted when the turn ends; for work a creator starts while assembling. */
   signal: AbortSignal;
   /**

@@ -10,7 +10,7 @@ import {
   type Logger,
   type WorkerAgentTool,
 } from '../../src/index.js';
-import type { SidecarConfig } from '../sidecar-config.js';
+import type { CategoryConfig } from './category-config.js';
 import type { CategoryContext } from './category.js';
 import type { McpConnection, McpConnectionTimings, McpToolListing } from './mcp/mcp-connection.js';
 import type { McpServerSpec } from './mcp/mcp-servers-file.js';
@@ -31,7 +31,7 @@ export interface McpServersState {
 export const DEFAULT_MCP_ASSEMBLY_WAIT_MS = 3_000;
 
 /** Creates the connections of `config.mcpServers` (none started yet). */
-export function createMcpServersState(config: SidecarConfig, options: { logger: Logger; timings?: Partial<McpConnectionTimings> }): McpServersState {
+export function createMcpServersState(config: CategoryConfig & { mcpServers?: McpServerSpec[] }, options: { logger: Logger; timings?: Partial<McpConnectionTimings> }): McpServersState {
   const specs = config.mcpServers ?? [];
   let connections: McpConnection[] = [];
   let loading: Promise<McpConnection[]> | undefined;

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Logger } from '../../src/index.js';
-import type { SidecarConfig } from '../sidecar-config.js';
+import type { CategoryConfig } from './category-config.js';
 import type { CategoryContext, CategoryOutput } from './category.js';
 import { commandEnv } from './computer/command-env.js';
 import { policyFor } from './computer/sandbox/start-process.js';
@@ -21,7 +21,7 @@ export interface SkillsState {
 }
 
 /** Makes the skills state for a sidecar; `undefined` when it has no skills folder. */
-export function createSkillsState(config: SidecarConfig, options: { logger: Logger; listTimeoutMs?: number; retryFailedAfterMs?: number }): SkillsState | undefined {
+export function createSkillsState(config: CategoryConfig & { skillsDir?: string }, options: { logger: Logger; listTimeoutMs?: number; retryFailedAfterMs?: number }): SkillsState | undefined {
   if (!config.skillsDir) return undefined;
   return {
     catalog: new SkillCatalog(config.skillsDir),
@@ -35,7 +35,7 @@ export function createSkillsState(config: SidecarConfig, options: { logger: Logg
 const serverName = (skill: Skill) => skill.name.toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '') || 'skill';
 const quote = (value: string) => (/^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`);
 
-async function listingFor(state: SkillsState, config: SidecarConfig, mcporter: string, server: string, definition: SkillMcpServer, signal: AbortSignal): Promise<McpListing> {
+async function listingFor(state: SkillsState, config: CategoryConfig, mcporter: string, server: string, definition: SkillMcpServer, signal: AbortSignal): Promise<McpListing> {
   const key = JSON.stringify(mcporterServerEntry(definition));
   const cached = state.listings.get(key);
   if (cached) {

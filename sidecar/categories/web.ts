@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { defineWorkerTool, textResult, ToolRuntimeError, truncateMiddle, type WorkerAgentTool } from '../../src/index.js';
-import type { WebFetchProfile, WebSearchProfile } from '../sidecar-config.js';
-import type { CategoryContext } from './category.js';
+import type { WebFetchProfile, WebSearchProfile } from './web/web-profiles.js';
 import { htmlToMarkdown } from './web/html-to-markdown.js';
 import { httpGet } from './web/http-get.js';
 import { searchWeb } from './web/search-providers.js';
@@ -99,13 +98,19 @@ function createWebSearchTool(profile: WebSearchProfile): WorkerAgentTool {
   });
 }
 
+/** The web category's part of the configuration, handed to it where the catalogs are composed. */
+export interface WebProfiles {
+  webFetch?: WebFetchProfile;
+  webSearch?: WebSearchProfile;
+}
+
 /**
- * The web category: `web_fetch` when `config.webFetch` is set, `web_search` when `config.webSearch`
- * is; `[]` when neither profile is configured. Both read-only and parallel.
+ * The web category: `web_fetch` when `profiles.webFetch` is set, `web_search` when
+ * `profiles.webSearch` is; `[]` when neither profile is configured. Both read-only and parallel.
  */
-export function createWebTools(context: CategoryContext): WorkerAgentTool[] {
+export function createWebTools(profiles: WebProfiles): WorkerAgentTool[] {
   const tools: WorkerAgentTool[] = [];
-  if (context.config.webFetch) tools.push(createWebFetchTool(context.config.webFetch));
-  if (context.config.webSearch) tools.push(createWebSearchTool(context.config.webSearch));
+  if (profiles.webFetch) tools.push(createWebFetchTool(profiles.webFetch));
+  if (profiles.webSearch) tools.push(createWebSearchTool(profiles.webSearch));
   return tools;
 }

@@ -8,7 +8,7 @@ import type {
   TurnResponse,
 } from '../../src/gen/toolruntime/v1/sidecar.js';
 import { assembleToolSet, type Catalogs, type TurnContext } from '../categories/category.js';
-import type { SidecarConfig } from '../sidecar-config.js';
+import type { CategoryConfig } from '../categories/category-config.js';
 import { createClientRequests, type ControlChannel } from '../turn/client-requests.js';
 import { createTurnSession } from '../turn/turn-session.js';
 import { checkTurnContext } from './check-turn-request.js';
@@ -30,7 +30,7 @@ const inspectionChannel: ControlChannel = {
 };
 
 /** Builds the ToolSidecarService over the catalogs: AssembleTools and Turn. */
-export function createSidecarService(options: { catalogs: Catalogs; config: SidecarConfig; logger: Logger; telemetry?: SidecarTelemetry }): SidecarService {
+export function createSidecarService(options: { catalogs: Catalogs; config: CategoryConfig; logger: Logger; telemetry?: SidecarTelemetry }): SidecarService {
   const { catalogs, config, logger, telemetry } = options;
   const turns = new Set<TurnHandle>();
 

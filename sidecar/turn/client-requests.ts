@@ -1,6 +1,6 @@
 import { ToolRuntimeError } from '../../src/index.js';
 import { ControlRequest, type ControlReply } from '../../src/gen/toolruntime/v1/control_plane.js';
-import type { SidecarLimits } from '../sidecar-config.js';
+import type { SidecarLimits } from '../sidecar-limits.js';
 import type { ApprovalRequestInfo, ClientReplyPayload, ClientRequestPayload, TurnEvent } from './turn-event.js';
 
 /**

@@ -7,7 +7,7 @@ import {
   type ToolExecutionContext,
   type WorkerAgentTool,
 } from '../../src/index.js';
-import type { SidecarLimits } from '../sidecar-config.js';
+import type { SidecarLimits } from '../sidecar-limits.js';
 import { deniedMessage, errorResult, successResult } from './build-result.js';
 import { CallContext } from './call-context.js';
 import type { CallTicket } from './call-scheduler.js';

@@ -2,7 +2,7 @@ import { validateToolArguments, type Logger, type WorkerAgentTool } from '../../
 import { agentToolMap } from '../../src/tool/agent-tool-map.js';
 import { toolKey } from '../../src/schema/collect-tool-schemas.js';
 import type { ApprovalPolicy } from '../categories/category.js';
-import type { SidecarLimits } from '../sidecar-config.js';
+import type { SidecarLimits } from '../sidecar-limits.js';
 import { boundCancelReason, checkCallRequest, quotePrefix } from './bound-request.js';
 import { errorResult, safeJsonStringify } from './build-result.js';
 import { createCallScheduler } from './call-scheduler.js';

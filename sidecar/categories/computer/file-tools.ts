@@ -3,7 +3,7 @@ import path from 'node:path';
 import picomatch from 'picomatch';
 import { z } from 'zod';
 import { defineWorkerTool, textResult, ToolRuntimeError, truncateMiddle, type WorkerAgentTool } from '../../../src/index.js';
-import type { SidecarConfig } from '../../sidecar-config.js';
+import type { CategoryConfig } from '../category-config.js';
 import { listWorkspaceFiles } from './list-workspace-files.js';
 import { checkFileAccess, hiddenPathTest } from './sandbox/file-access.js';
 import type { SandboxPolicy } from './sandbox/sandbox-policy.js';
@@ -59,7 +59,7 @@ const listSchema = z.object({
  * (see resolveWorkspacePath) and held to the turn's sandbox `policy` like the commands are
  * (checkFileAccess: hidden paths, read-only); errors are thrown with a message the model can act on.
  */
-export function createFileTools(options: { config: SidecarConfig; policy: SandboxPolicy }): WorkerAgentTool[] {
+export function createFileTools(options: { config: CategoryConfig; policy: SandboxPolicy }): WorkerAgentTool[] {
   const { config, policy } = options;
   const isHidden = hiddenPathTest(policy);
   const resolveFor = async (access: 'read' | 'write', given: string, signal: AbortSignal) => {

@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { z } from 'zod';
 import { defineWorkerTool, textResult, ToolRuntimeError, truncateMiddle, type WorkerAgentTool } from '../../../src/index.js';
-import type { SidecarConfig } from '../../sidecar-config.js';
+import type { CategoryConfig } from '../category-config.js';
 import { commandEnv } from './command-env.js';
 import { instanceEnv } from './leftover-commands.js';
 import { runProcess } from './run-process.js';
@@ -57,7 +57,7 @@ function short(command: string): string {
  * throws `aborted` once the group is dead; on its own timeout it returns the output so far.
  */
 export function createRunCommandTool(options: {
-  config: SidecarConfig;
+  config: CategoryConfig;
   policy: SandboxPolicy;
   /** Offer `unsandboxed: true` (the operator's --allow-unsandboxed, and a turn that did not tighten the sandbox). */
   offerUnsandboxed?: boolean;

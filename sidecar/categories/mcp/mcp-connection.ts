@@ -3,7 +3,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolResultSchema, ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { errorMessage, ToolRuntimeError, type Logger } from '../../../src/index.js';
-import type { SidecarConfig } from '../../sidecar-config.js';
+import type { CategoryConfig } from '../category-config.js';
 import { commandEnv } from '../computer/command-env.js';
 import type { McpServerSpec } from './mcp-servers-file.js';
 import { ProcessTransport } from './process-transport.js';
@@ -49,7 +49,7 @@ export class McpConnection {
 
   constructor(
     readonly spec: McpServerSpec,
-    private readonly options: { config: SidecarConfig; logger: Logger; timings?: Partial<McpConnectionTimings> },
+    private readonly options: { config: CategoryConfig; logger: Logger; timings?: Partial<McpConnectionTimings> },
   ) {
     this.timings = { ...defaultTimings, ...options.timings };
   }

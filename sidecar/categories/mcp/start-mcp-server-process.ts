@@ -1,5 +1,5 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
-import type { SidecarConfig } from '../../sidecar-config.js';
+import type { CategoryConfig } from '../category-config.js';
 import { policyFor, startProcess } from '../computer/sandbox/index.js';
 
 /** A started stdio MCP server process. */
@@ -23,7 +23,7 @@ export interface McpServerProcess {
  * @throws ToolRuntimeError `sandbox_unavailable` when the sandbox is asked for and cannot be had:
  *   the server does not start unconfined (the message names the cause and the fix).
  */
-export async function startMcpServerProcess(options: { config: SidecarConfig; command: string; args: string[]; cwd: string; env: NodeJS.ProcessEnv }): Promise<McpServerProcess> {
+export async function startMcpServerProcess(options: { config: CategoryConfig; command: string; args: string[]; cwd: string; env: NodeJS.ProcessEnv }): Promise<McpServerProcess> {
   const started = await startProcess({
     argv: [options.command, ...options.args],
     cwd: options.cwd,

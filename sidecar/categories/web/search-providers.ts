@@ -1,5 +1,5 @@
 import { ToolRuntimeError } from '../../../src/index.js';
-import type { WebSearchProfile } from '../../sidecar-config.js';
+import type { WebSearchProfile } from './web-profiles.js';
 import { httpGet } from './http-get.js';
 
 /** One search hit. */

@@ -10,7 +10,8 @@ import type { CategoryContext, TurnKind } from '../../../sidecar/categories/cate
 import { assembleToolSet } from '../../../sidecar/categories/category.js';
 import { createMcpServersState, createMcpServerTools, type McpServersState } from '../../../sidecar/categories/mcp-servers.js';
 import type { McpServerSpec } from '../../../sidecar/categories/mcp/mcp-servers-file.js';
-import { defaultSidecarLimits, type SidecarConfig } from '../../../sidecar/sidecar-config.js';
+import type { SidecarConfig } from '../../../sidecar/sidecar-config.js';
+import { defaultSidecarLimits } from '../../../sidecar/sidecar-limits.js';
 import { createCatalogs } from '../../../sidecar/tool-sets.js';
 import { createTurnSession } from '../../../sidecar/turn/turn-session.js';
 import type { CallResult, TurnEvent } from '../../../sidecar/turn/turn-event.js';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseSidecarArgs, sidecarHelpRequested } from '../../../sidecar/parse-sidecar-args.js';
-import { defaultSidecarLimits } from '../../../sidecar/sidecar-config.js';
+import { defaultSidecarLimits } from '../../../sidecar/sidecar-limits.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sidecar-args-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { SidecarConfig } from '../../../sidecar-config.js';
+import type { CategoryConfig } from '../../category-config.js';
 import type { TurnSandbox } from './sandbox-policy.js';
 import { sharedProcessGroupReaper, type ProcessGroupReaper } from '../process-group-reaper.js';
 import { buildSandboxArgv, type CommandSpec, type ExecSpec } from './bwrap-argv.js';
@@ -15,13 +15,13 @@ import { sandboxProbe, sandboxUnavailableError } from './sandbox-probe.js';
  * default `workspace-write` with the network off and the state folder hidden. The state folder's
  * `mcporter` folder (the wrapper and configuration skills tell the model to run) stays readable.
  */
-export function sandboxSettingsOf(config: SidecarConfig): SandboxSettings {
+export function sandboxSettingsOf(config: CategoryConfig): SandboxSettings {
   if (config.sandbox) return config.sandbox;
   return { ...defaultSandboxSettings(), hide: [config.stateDir], readable: [path.join(config.stateDir, 'mcporter')] };
 }
 
 /** The policy a turn's processes run under (the operator's settings, tightened by the turn). */
-export function policyFor(config: SidecarConfig, turn?: TurnSandbox): SandboxPolicy {
+export function policyFor(config: CategoryConfig, turn?: TurnSandbox): SandboxPolicy {
   return effectivePolicy(sandboxSettingsOf(config), config.workspace, turn);
 }
 

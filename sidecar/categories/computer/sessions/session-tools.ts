@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { z } from 'zod';
 import { defineWorkerTool, textResult, ToolRuntimeError, type WorkerAgentTool } from '../../../../src/index.js';
-import type { SidecarConfig } from '../../../sidecar-config.js';
+import type { CategoryConfig } from '../../category-config.js';
 import type { TurnContext } from '../../category.js';
 import type { SandboxPolicy } from '../sandbox/index.js';
 import { commandEnv } from '../command-env.js';
@@ -37,7 +37,7 @@ const readSchema = z.object({
 const killSchema = z.object({ session_id: sessionId });
 
 export interface SessionToolsOptions {
-  config: SidecarConfig;
+  config: CategoryConfig;
   turn: TurnContext;
   /** The sandbox this turn's sessions run under (the same as its run_command's). */
   policy: SandboxPolicy;

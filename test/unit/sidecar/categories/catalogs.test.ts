@@ -72,22 +72,29 @@ describe('the two catalogs pin their tool names', () => {
 
   it('every combination of control_plane, can_spawn_jobs, kind, Brain and web gives the seed\'s names in order', async () => {
     const config = testConfig({ workspace: temp.dir, stateDir: path.join(temp.dir, 'state-all'), brainDir, skillsDir });
-    const catalogs = createCatalogs(config, { logger: silentLogger });
-    opened.push(catalogs);
     const webProfiles: Array<[string, Partial<SidecarConfig>, string[]]> = [
       ['no web', {}, []],
       ['fetch', { webFetch: fetchProfile }, ['web_fetch']],
       ['fetch and search', { webFetch: fetchProfile, webSearch: searchProfile }, ['web_fetch', 'web_search']],
     ];
+    // A category's own part of the configuration is bound when the catalogs are composed: one
+    // sidecar's catalogs per web profile (each its own state folder, so each its own Brain index).
+    const catalogsFor = new Map(
+      webProfiles.map(([webName, web], index) => {
+        const catalogs = createCatalogs({ ...config, ...web, stateDir: path.join(temp.dir, `state-all-${index}`) }, { logger: silentLogger });
+        opened.push(catalogs);
+        return [webName, catalogs] as const;
+      }),
+    );
     let combinations = 0;
     for (const controlPlane of [false, true]) {
       for (const canSpawnJobs of [false, true]) {
         for (const kind of ['text', 'workflow_task'] as const) {
           for (const brainEnabled of [false, true]) {
-            for (const [webName, web, webTools] of webProfiles) {
+            for (const [webName, , webTools] of webProfiles) {
               const turn = { kind, controlPlane, canSpawnJobs, brainEnabled, enabledSkills: ['style-guide'], ...(kind === 'workflow_task' ? { resultSchemaJson: schema } : {}) };
-              const context = { ...testContext({ ...config, ...web }, turn), ...(controlPlane ? { control } : {}) };
-              const set = await assembleToolSet(catalogs, context);
+              const context = { ...testContext(config, turn), ...(controlPlane ? { control } : {}) };
+              const set = await assembleToolSet(catalogsFor.get(webName)!, context);
               const expected =
                 kind === 'text'
                   ? [

@@ -2,7 +2,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { AgentToolResult, PresentationEvent, WorkerAgentTool } from '../../../../src/index.js';
-import { defaultCommandEnvAllowList, defaultSidecarLimits, type SidecarConfig } from '../../../../sidecar/sidecar-config.js';
+import { defaultCommandEnvAllowList, type SidecarConfig } from '../../../../sidecar/sidecar-config.js';
+import { defaultSidecarLimits } from '../../../../sidecar/sidecar-limits.js';
 import type { CategoryContext, TurnContext } from '../../../../sidecar/categories/category.js';
 import { testSandboxSettings } from '../../../fixtures/test-sandbox.js';
 

@@ -3,11 +3,11 @@ import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isToolRuntimeError } from '../../../../src/index.js';
-import type { WebFetchProfile, WebSearchProfile } from '../../../../sidecar/sidecar-config.js';
+import type { WebFetchProfile, WebSearchProfile } from '../../../../sidecar/categories/web/web-profiles.js';
 import { createWebTools } from '../../../../sidecar/categories/web.js';
 import { isPrivateAddress } from '../../../../sidecar/categories/web/address-guard.js';
 import { httpGet } from '../../../../sidecar/categories/web/http-get.js';
-import { callTool, testConfig, testContext, toolNamed } from './tool-harness.js';
+import { callTool, toolNamed } from './tool-harness.js';
 
 interface Recorded {
   url: string;
@@ -68,7 +68,7 @@ describe('web_fetch', () => {
   afterAll(() => close(site.server));
 
   it('turns HTML into markdown without noise, takes the title, passes JSON through', async () => {
-    const [fetchTool] = createWebTools(testContext(testConfig({ workspace: '/tmp', stateDir: '/tmp', webFetch: fetchProfile(true) })));
+    const [fetchTool] = createWebTools({ webFetch: fetchProfile(true) });
     const page = await callTool(fetchTool!, { url: `${site.base}/redirect-local` });
     expect(page.text).toContain('Title: Test & Page');
     expect(page.text).toContain('# Hello');
@@ -82,7 +82,7 @@ describe('web_fetch', () => {
   });
 
   it('refuses loopback by IP literal and after DNS resolution when the profile does not allow it', async () => {
-    const [fetchTool] = createWebTools(testContext(testConfig({ workspace: '/tmp', stateDir: '/tmp', webFetch: fetchProfile(false) })));
+    const [fetchTool] = createWebTools({ webFetch: fetchProfile(false) });
     const before = site.seen.length;
     for (const url of [`${site.base}/page`, `http://localhost:${(site.server.address() as AddressInfo).port}/page`, 'http://[::ffff:127.0.0.1]/']) {
       const error = await callTool(fetchTool!, { url }).catch((e: unknown) => e);
@@ -121,17 +121,17 @@ describe('web_search', () => {
     });
     try {
       const searxProfile: WebSearchProfile = { provider: 'searxng', url: searx.base, timeoutMs: 5_000, maxResults: 10, allowPrivateNetwork: true };
-      const tools = createWebTools(testContext(testConfig({ workspace: '/tmp', stateDir: '/tmp', webSearch: searxProfile })));
+      const tools = createWebTools({ webSearch: searxProfile });
       expect(tools.map((t) => t.name)).toEqual(['web_search']);
       const found = await callTool(tools[0]!, { query: 'grpc sidecar', count: 1 });
       expect(found.text).toBe('1. About grpc sidecar\n   https://example.org/a\n   first hit');
       expect(searx.seen[0]?.url).toBe('/search?q=grpc+sidecar&format=json');
 
       const braveProfile: WebSearchProfile = { provider: 'brave', url: `${brave.base}/res/v1/web/search`, apiKey: 'key-1', timeoutMs: 5_000, maxResults: 10, allowPrivateNetwork: true };
-      const braveTool = toolNamed(createWebTools(testContext(testConfig({ workspace: '/tmp', stateDir: '/tmp', webSearch: braveProfile }))), 'web_search');
+      const braveTool = toolNamed(createWebTools({ webSearch: braveProfile }), 'web_search');
       const braveFound = await callTool(braveTool, { query: 'q' });
       expect(braveFound.text).toContain('Brave hit\n   https://example.com/\n   from brave');
-      const wrongKey = toolNamed(createWebTools(testContext(testConfig({ workspace: '/tmp', stateDir: '/tmp', webSearch: { ...braveProfile, apiKey: 'nope' } }))), 'web_search');
+      const wrongKey = toolNamed(createWebTools({ webSearch: { ...braveProfile, apiKey: 'nope' } }), 'web_search');
       await expect(callTool(wrongKey, { query: 'q' })).rejects.toThrow(/HTTP 401/);
     } finally {
       await close(searx.server);
@@ -140,6 +140,6 @@ describe('web_search', () => {
   });
 
   it('offers no web tool when no profile is configured', () => {
-    expect(createWebTools(testContext(testConfig({ workspace: '/tmp', stateDir: '/tmp' })))).toEqual([]);
+    expect(createWebTools({})).toEqual([]);
   });
 });

@@ -2,7 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import { defaultSidecarLimits } from '../../../../sidecar/sidecar-config.js';
+import { defaultSidecarLimits } from '../../../../sidecar/sidecar-limits.js';
 import { createMcpTurnServer } from '../../../../sidecar/mcp/mcp-turn-server.js';
 import type { Catalogs } from '../../../../sidecar/categories/category.js';
 import { defineWorkerTool, type Logger } from '../../../../src/index.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isToolRuntimeError } from '../../../../src/index.js';
-import { defaultSidecarLimits } from '../../../../sidecar/sidecar-config.js';
+import { defaultSidecarLimits } from '../../../../sidecar/sidecar-limits.js';
 import { createClientRequests } from '../../../../sidecar/turn/client-requests.js';
 import type { TurnEvent } from '../../../../sidecar/turn/turn-event.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineWorkerTool, silentLogger, textResult } from '../../../../src/index.js';
-import { defaultSidecarLimits } from '../../../../sidecar/sidecar-config.js';
+import { defaultSidecarLimits } from '../../../../sidecar/sidecar-limits.js';
 import type { TurnEvent } from '../../../../sidecar/turn/turn-event.js';
 import { createTurnSession } from '../../../../sidecar/turn/turn-session.js';
 
