@@ -16,6 +16,15 @@ const PROCESS_STARTERS = [
 /** The one module through which tools reach control-plane messages. */
 const CONTROL_MESSAGES = '^sidecar/categories/control/control-messages\\.ts$';
 
+/** The controller's two CLI folders: flags, output, process wiring. */
+const CLI = '^controller/(cli|control-plane/cli)/';
+
+/** The controller's entry points (package.json "bin"): wiring only, the CLI's one way in. */
+const CONTROLLER_ENTRIES = '^controller/(main|control-plane-main)\\.ts$';
+
+/** Transport and generated code, as the control plane's domain must not see them. */
+const TRANSPORT = '^(src/gen/|src/grpc-server/|node_modules/@grpc/)';
+
 module.exports = {
   forbidden: [
     {
@@ -81,6 +90,45 @@ module.exports = {
       from: { path: '^(src|sidecar)/', pathNot: PROCESS_STARTERS },
       // Naming child_process's types (a ChildProcess handed over by the start function) starts nothing.
       to: { dependencyTypes: ['core'], dependencyTypesNot: ['type-only'], path: '^(node:)?child_process$' },
+    },
+    {
+      name: 'control-plane-domain-knows-no-transport',
+      comment:
+        'controller/control-plane/domain/ is the control plane\'s logic (workflow runner, scheduler, job runner, validation, stored approvals, errors): ' +
+        'it names no generated proto type, no grpc-js and nothing of grpc/ or the console, so the gRPC server, the sidecar\'s Turn stream, the console and the CLI drive one logic. ' +
+        'Proto mapping goes in grpc/ (to-proto-*.ts, from-proto-*.ts).',
+      severity: 'error',
+      from: { path: '^controller/control-plane/domain/' },
+      to: { path: [TRANSPORT, '^controller/control-plane/grpc/', '^controller/console/'] },
+    },
+    {
+      name: 'control-plane-store-below-domain',
+      comment:
+        'controller/control-plane/store/ keeps the domain\'s records on SQLite or PostgreSQL: of the controller it imports only itself and domain/ (ControlPlaneError), ' +
+        'never the gRPC layer, the CLI, the loop or generated code, so either database is one layer that everything above opens the same way.',
+      severity: 'error',
+      from: { path: '^controller/control-plane/store/' },
+      to: { path: ['^controller/', TRANSPORT], pathNot: '^controller/control-plane/(store|domain)/' },
+    },
+    {
+      name: 'cli-only-from-entries',
+      comment:
+        'The CLI folders (controller/cli/, controller/control-plane/cli/) parse flags, print to a terminal and wire a process: ' +
+        'only the entry points (controller/main.ts, controller/control-plane-main.ts) and the CLI itself import them, ' +
+        'so no domain, store, gRPC, console or library code depends on flags or terminal output (grpc/ never imports cli/; cli/ starts grpc/).',
+      severity: 'error',
+      from: { pathNot: [CLI, CONTROLLER_ENTRIES] },
+      to: { path: CLI },
+    },
+    {
+      name: 'composed-config-only-at-start-up',
+      comment:
+        'sidecar/sidecar-config.ts composes every category\'s part of the configuration (web, Brain, skills, MCP servers), so it names every category\'s types: ' +
+        'only the start-up imports it. The gRPC layer, the turn and the categories read sidecar-limits.ts and categories/category-config.ts; ' +
+        'a category gets its own part where tool-sets.ts composes the catalogs.',
+      severity: 'error',
+      from: { path: '^sidecar/(categories|turn|grpc)/' },
+      to: { path: '^sidecar/sidecar-config\\.ts$' },
     },
     {
       name: 'no-circular',
