@@ -1,16 +1,16 @@
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { errorMessage, silentLogger, type Logger } from '../../../../src/index.js';
-import type { PostgresStoreContext } from './postgres-store-context.js';
+import type { PostgresStoreContext } from '../store-context.js';
 import { ControlPlaneError } from '../../control-plane-error.js';
 import type { ControlPlaneStore } from '../control-plane-store.js';
 import { postgresMigrations, type PostgresMigration } from './postgres-migrations.js';
-import type { PostgresDatabase } from './postgres-schema.js';
-import { createPostgresJobStore } from './postgres-job-store.js';
-import { createPostgresScheduleStore } from './postgres-schedule-store.js';
-import { createPostgresWorkflowStore } from './postgres-workflow-store.js';
+import type { PostgresDatabase } from '../store-schema.js';
+import { createPostgresJobStore } from '../sql-job-store.js';
+import { createPostgresScheduleStore } from '../sql-schedule-store.js';
+import { createPostgresWorkflowStore } from '../sql-workflow-store.js';
 import { PgBossClaims } from './pg-boss-claims.js';
-import { createPostgresApprovalStore } from './postgres-approval-store.js';
+import { createPostgresApprovalStore } from '../sql-approval-store.js';
 import { PostgresHealth } from './postgres-health.js';
 
 /** Options of `openPostgresStore`. */

@@ -1,7 +1,7 @@
 import { CompiledQuery, type Transaction } from 'kysely';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
-import type { PostgresDatabase } from './postgres-schema.js';
+import type { PostgresDatabase } from '../store-schema.js';
 
 import { createHash } from 'node:crypto';
 

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { errorMessage, type Logger } from '../../../../src/index.js';
 import type { StoreHealth } from '../control-plane-store.js';
-import type { PostgresDatabase } from './postgres-schema.js';
+import type { PostgresDatabase } from '../store-schema.js';
 
 /** Options of `PostgresHealth`. */
 export interface PostgresHealthOptions {

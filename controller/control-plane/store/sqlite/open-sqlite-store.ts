@@ -7,7 +7,7 @@ import { loadOnFirstUse } from '../../../../src/load-on-first-use.js';
 import { ControlPlaneError } from '../../control-plane-error.js';
 import type { ControlPlaneStore } from '../control-plane-store.js';
 import { migrations, type SqliteMigration } from './migrations.js';
-import { createSqliteWorkflowStore } from './sqlite-workflow-store.js';
+import { createSqliteWorkflowStore } from './lease-claims.js';
 import { createSqliteJobStore } from './sqlite-job-store.js';
 import { createSqliteScheduleStore } from './sqlite-schedule-store.js';
 import { createSqliteApprovalStore } from './sqlite-approval-store.js';

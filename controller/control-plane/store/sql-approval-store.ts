@@ -1,8 +1,8 @@
 import type { Selectable, Transaction } from 'kysely';
-import { ControlPlaneError } from '../../control-plane-error.js';
-import type { ApprovalRecord, ApprovalStore } from '../approval-store.js';
-import type { PostgresStoreContext } from './postgres-store-context.js';
-import type { ApprovalsTable, PostgresDatabase } from './postgres-schema.js';
+import { ControlPlaneError } from '../control-plane-error.js';
+import type { ApprovalRecord, ApprovalStore } from './approval-store.js';
+import type { PostgresStoreContext } from './store-context.js';
+import type { ApprovalsTable, PostgresDatabase } from './store-schema.js';
 
 const EXPIRED_REASON = 'nobody decided before it expired';
 

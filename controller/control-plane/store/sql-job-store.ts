@@ -1,9 +1,9 @@
 import { sql, type Selectable, type Transaction } from 'kysely';
-import { ControlPlaneError } from '../../control-plane-error.js';
-import type { JobRecord, JobStore, NewJob } from '../job-store.js';
-import type { PostgresStoreContext } from './postgres-store-context.js';
-import { JOB_TURN_QUEUE, type JobTurnClaim, type PgBossClaims, type QueuedJob } from './pg-boss-claims.js';
-import type { JobsTable, PostgresDatabase } from './postgres-schema.js';
+import { ControlPlaneError } from '../control-plane-error.js';
+import type { JobRecord, JobStore, NewJob } from './job-store.js';
+import type { PostgresStoreContext } from './store-context.js';
+import { JOB_TURN_QUEUE, type JobTurnClaim, type PgBossClaims, type QueuedJob } from './postgres/pg-boss-claims.js';
+import type { JobsTable, PostgresDatabase } from './store-schema.js';
 
 /** A job row as a record. */
 export function toPostgresJobRecord(row: Selectable<JobsTable>): JobRecord {

@@ -1,10 +1,10 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
-import { ControlPlaneError } from '../../control-plane-error.js';
-import type { AttemptSettled, TaskClaim, TaskClaimScope, WorkflowAttemptRecord, WorkflowRunRecord, WorkflowRunState, WorkflowStore, WorkflowTaskRecord, WorkflowTaskState } from '../workflow-store.js';
-import { allCommitted, INTERRUPTED_BY_GONE_RUNNER, readyTasks, taskFailedError } from '../workflow-readiness.js';
-import { TASK_ATTEMPT_QUEUE, type PgBossClaims, type QueuedJob } from './pg-boss-claims.js';
-import type { PostgresStoreContext } from './postgres-store-context.js';
-import type { PostgresDatabase, WorkflowRunsTable } from './postgres-schema.js';
+import { ControlPlaneError } from '../control-plane-error.js';
+import type { AttemptSettled, TaskClaim, TaskClaimScope, WorkflowAttemptRecord, WorkflowRunRecord, WorkflowRunState, WorkflowStore, WorkflowTaskRecord, WorkflowTaskState } from './workflow-store.js';
+import { allCommitted, INTERRUPTED_BY_GONE_RUNNER, readyTasks, taskFailedError } from './workflow-readiness.js';
+import { TASK_ATTEMPT_QUEUE, type PgBossClaims, type QueuedJob } from './postgres/pg-boss-claims.js';
+import type { PostgresStoreContext } from './store-context.js';
+import type { PostgresDatabase, WorkflowRunsTable } from './store-schema.js';
 
 type Db = Kysely<PostgresDatabase> | Transaction<PostgresDatabase>;
 type RunRow = Selectable<WorkflowRunsTable>;

@@ -1,10 +1,10 @@
 import { sql, type Selectable } from 'kysely';
-import { ControlPlaneError } from '../../control-plane-error.js';
-import type { ScheduleRecord, ScheduleStore } from '../schedule-store.js';
-import type { PostgresStoreContext } from './postgres-store-context.js';
-import type { SchedulesTable } from './postgres-schema.js';
-import { insertPostgresJobRow } from './postgres-job-store.js';
-import type { PgBossClaims } from './pg-boss-claims.js';
+import { ControlPlaneError } from '../control-plane-error.js';
+import type { ScheduleRecord, ScheduleStore } from './schedule-store.js';
+import type { PostgresStoreContext } from './store-context.js';
+import type { SchedulesTable } from './store-schema.js';
+import { insertPostgresJobRow } from './sql-job-store.js';
+import type { PgBossClaims } from './postgres/pg-boss-claims.js';
 
 function toScheduleRecord(row: Selectable<SchedulesTable>): ScheduleRecord {
   return {
