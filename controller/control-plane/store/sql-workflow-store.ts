@@ -1,13 +1,70 @@
-import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import type { Selectable } from 'kysely';
 import { ControlPlaneError } from '../control-plane-error.js';
-import type { AttemptSettled, TaskClaim, TaskClaimScope, WorkflowAttemptRecord, WorkflowRunRecord, WorkflowRunState, WorkflowStore, WorkflowTaskRecord, WorkflowTaskState } from './workflow-store.js';
-import { allCommitted, INTERRUPTED_BY_GONE_RUNNER, readyTasks, taskFailedError } from './workflow-readiness.js';
-import { TASK_ATTEMPT_QUEUE, type PgBossClaims, type QueuedJob } from './postgres/pg-boss-claims.js';
-import type { PostgresStoreContext } from './store-context.js';
-import type { PostgresDatabase, WorkflowRunsTable } from './store-schema.js';
+import { changes, first, forUpdate, insertionOrder, lockKey, prepare, rows, type Script, type StoreContext } from './store-context.js';
+import type { WorkflowRunsTable } from './store-schema.js';
+import type { AttemptSettled, WorkflowAttemptRecord, WorkflowRunRecord, WorkflowRunState, WorkflowStore, WorkflowTaskRecord, WorkflowTaskState } from './workflow-store.js';
+import { taskFailedError } from './workflow-readiness.js';
 
-type Db = Kysely<PostgresDatabase> | Transaction<PostgresDatabase>;
-type RunRow = Selectable<WorkflowRunsTable>;
+/** A run's row. */
+export type RunRow = Selectable<WorkflowRunsTable>;
+
+/** What a claim needs of a task: its state, its attempts, its dependencies and its claim. */
+export interface ClaimRow {
+  task_id: string;
+  state: WorkflowTaskState;
+  attempts: number;
+  depends_on_json: string;
+  claim_id: string | null;
+  claim_owner: string | null;
+}
+
+/** The first `limit` pending tasks whose dependencies are all committed, in definition order (one rule for both databases). */
+export function readyOf<T extends ClaimRow>(tasks: readonly T[], limit: number): T[] {
+  const committed = new Set<string>();
+  for (const task of tasks) if (task.state === 'committed') committed.add(task.task_id);
+  const ready: T[] = [];
+  for (const task of tasks) {
+    if (ready.length >= limit) break;
+    // Only a pending task's dependencies are parsed: a claim looks at the run's every task.
+    if (task.state === 'pending' && (JSON.parse(task.depends_on_json) as string[]).every((id) => committed.has(id))) ready.push(task);
+  }
+  return ready;
+}
+
+/** The steps of a claim that both databases take the same way, lent to the claim mechanism. */
+export interface WorkflowSteps {
+  /** Reads a run's row and locks it for the rest of the transaction (FOR UPDATE on PostgreSQL). */
+  lockRun(runId: string): Script<RunRow | undefined>;
+  /** The run's tasks as a claim sees them, in definition order. */
+  claimRows(runId: string): Script<ClaimRow[]>;
+  /** Logs the task's open attempts (normally one) with `outcome`. */
+  closeAttempts(runId: string, taskId: string, outcome: 'interrupted' | 'cancelled', error: string): Script<void>;
+  /** The task is pending again, its claim gone. */
+  releaseTask(runId: string, taskId: string): Script<void>;
+  /** Logs a new attempt started by `owner`. */
+  logAttempt(runId: string, taskId: string, attempt: number, owner: string): Script<void>;
+}
+
+/**
+ * How a task attempt is claimed: the part of the workflow store each database does its own way.
+ * SQLite (sqlite/lease-claims.ts): a claim is a lease on the task's row that its runner renews, and
+ * readiness is looked up as the runner claims. PostgreSQL (postgres/pg-boss-store-claims.ts): every
+ * queued attempt is a pg-boss job, queued by the transaction that made its task ready, fetched with
+ * SKIP LOCKED, and expired by pg-boss when its runner dies.
+ */
+export interface TaskClaims {
+  readonly lifetimeMs?: number;
+  /** Before a transaction that may offer tasks of these agents (PostgreSQL creates their queues: DDL, never inside it). */
+  ensureAgents(agentIds: readonly string[]): Promise<void>;
+  /** In a transaction that may have made tasks of `run` ready: makes them claimable, within max_parallel. */
+  offer(run: RunRow): Script<void>;
+  /** In a transaction that ends the claim of one task for good (committed, failed, interrupted). */
+  endTask(run: RunRow, taskId: string): Script<void>;
+  /** In a transaction that ends the run: every claim of its tasks ends. */
+  endRun(run: RunRow): Script<void>;
+  claimTask: WorkflowStore['claimTask'];
+  renewClaims: WorkflowStore['renewClaims'];
+}
 
 function toRun(row: RunRow, tasks: WorkflowTaskRecord[]): WorkflowRunRecord {
   return {
@@ -23,20 +80,92 @@ function toRun(row: RunRow, tasks: WorkflowTaskRecord[]): WorkflowRunRecord {
   };
 }
 
-/** The tasks of the given runs with their committed results, grouped by run, in definition order. */
-async function tasksOf(db: Db, runIds: string[]): Promise<Map<string, WorkflowTaskRecord[]>> {
-  const byRun = new Map<string, WorkflowTaskRecord[]>(runIds.map((id) => [id, []]));
-  if (runIds.length === 0) return byRun;
-  const rows = await db
-    .selectFrom('workflow_tasks as t')
-    .leftJoin('workflow_results as r', (join) => join.onRef('r.run_id', '=', 't.run_id').onRef('r.task_id', '=', 't.task_id'))
-    .select(['t.run_id', 't.task_id', 't.prompt', 't.result_schema_json', 't.depends_on_json', 't.max_attempts', 't.state', 't.attempts', 't.failed_attempts', 't.error', 't.claim_owner', 'r.result_json'])
-    .where('t.run_id', 'in', runIds)
-    .orderBy('t.run_id')
-    .orderBy('t.position')
-    .execute();
-  for (const row of rows) {
-    byRun.get(row.run_id)?.push({
+/**
+ * The workflow part of the store, on either database. Every change reads the run through `lockRun`
+ * first, so two controllers working on one run serialise on PostgreSQL (SQLite's IMMEDIATE
+ * transactions already do). How an attempt is claimed is the `claims`' own. The store itself ends a
+ * run: the commit of its last task succeeds it, the failure that uses up a task's attempts fails it,
+ * in the same transaction.
+ */
+export function createSqlWorkflowStore(context: StoreContext, makeClaims: (steps: WorkflowSteps) => TaskClaims): WorkflowStore {
+  const { db } = context;
+  const iso = () => context.now().toISOString();
+  // The claim and commit paths' statements, compiled once (see `prepare`).
+  const q = {
+    lockRun: prepare((p: { runId: string }) => forUpdate(context, db.selectFrom('workflow_runs').selectAll().where('run_id', '=', p.runId))),
+    runState: prepare((p: { runId: string }) => db.selectFrom('workflow_runs').select(['state', 'error']).where('run_id', '=', p.runId)),
+    claimRows: prepare((p: { runId: string }) =>
+      db.selectFrom('workflow_tasks').select(['task_id', 'state', 'attempts', 'depends_on_json', 'claim_id', 'claim_owner']).where('run_id', '=', p.runId).orderBy('position'),
+    ),
+    task: prepare((p: { runId: string; taskId: string }) => db.selectFrom('workflow_tasks').selectAll().where('run_id', '=', p.runId).where('task_id', '=', p.taskId)),
+    closeAttempt: prepare((p: { at: string; outcome: string; error: string; runId: string; taskId: string; attempt: number }) =>
+      db
+        .updateTable('workflow_attempts')
+        .set({ finished_at: p.at, outcome: p.outcome as 'failed', error: p.error })
+        .where('run_id', '=', p.runId)
+        .where('task_id', '=', p.taskId)
+        .where('attempt', '=', p.attempt)
+        .where('finished_at', 'is', null),
+    ),
+    closeAttempts: prepare((p: { at: string; outcome: string; error: string; runId: string; taskId: string }) =>
+      db.updateTable('workflow_attempts').set({ finished_at: p.at, outcome: p.outcome as 'cancelled', error: p.error }).where('run_id', '=', p.runId).where('task_id', '=', p.taskId).where('finished_at', 'is', null),
+    ),
+    releaseTask: prepare((p: { runId: string; taskId: string }) =>
+      db.updateTable('workflow_tasks').set({ state: 'pending', claim_id: null, claim_owner: null }).where('run_id', '=', p.runId).where('task_id', '=', p.taskId),
+    ),
+    logAttempt: prepare((p: { runId: string; taskId: string; attempt: number; at: string; owner: string }) =>
+      db.insertInto('workflow_attempts').values({ run_id: p.runId, task_id: p.taskId, attempt: p.attempt, started_at: p.at, finished_at: null, outcome: null, error: null, owner: p.owner }),
+    ),
+    endTask: prepare((p: { state: string; failed: number; error: string; runId: string; taskId: string }) =>
+      db
+        .updateTable('workflow_tasks')
+        .set({ state: p.state as 'failed', failed_attempts: p.failed, error: p.error, claim_id: null, claim_owner: null })
+        .where('run_id', '=', p.runId)
+        .where('task_id', '=', p.taskId),
+    ),
+    insertResult: prepare((p: { runId: string; taskId: string; attempt: number; resultJson: string; at: string }) =>
+      db
+        .insertInto('workflow_results')
+        .values({ run_id: p.runId, task_id: p.taskId, attempt: p.attempt, result_json: p.resultJson, committed_at: p.at })
+        .onConflict((conflict) => conflict.columns(['run_id', 'task_id']).doNothing()),
+    ),
+    commitTask: prepare((p: { runId: string; taskId: string }) =>
+      db.updateTable('workflow_tasks').set({ state: 'committed', error: null, claim_id: null, claim_owner: null }).where('run_id', '=', p.runId).where('task_id', '=', p.taskId),
+    ),
+    uncommitted: prepare((p: { runId: string }) =>
+      db
+        .selectFrom('workflow_tasks')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('run_id', '=', p.runId)
+        .where('state', '!=', 'committed'),
+    ),
+    tasksOf: prepare((p: { runId: string }) =>
+      db
+        .selectFrom('workflow_tasks as t')
+        .leftJoin('workflow_results as r', (join) => join.onRef('r.run_id', '=', 't.run_id').onRef('r.task_id', '=', 't.task_id'))
+        .select(['t.task_id', 't.prompt', 't.result_schema_json', 't.depends_on_json', 't.max_attempts', 't.state', 't.attempts', 't.failed_attempts', 't.error', 't.claim_owner', 'r.result_json'])
+        .where('t.run_id', '=', p.runId)
+        .orderBy('t.position'),
+    ),
+  };
+
+  const steps: WorkflowSteps = {
+    lockRun: (runId) => first(q.lockRun({ runId })),
+    claimRows: (runId) => rows(q.claimRows({ runId })),
+    *closeAttempts(runId, taskId, outcome, error) {
+      yield* changes(q.closeAttempts({ at: iso(), outcome, error, runId, taskId }));
+    },
+    *releaseTask(runId, taskId) {
+      yield* changes(q.releaseTask({ runId, taskId }));
+    },
+    *logAttempt(runId, taskId, attempt, owner) {
+      yield* changes(q.logAttempt({ runId, taskId, attempt, at: iso(), owner }));
+    },
+  };
+  const claims = makeClaims(steps);
+
+  function* tasksOf(runId: string): Script<WorkflowTaskRecord[]> {
+    return (yield* rows(q.tasksOf({ runId }))).map((row) => ({
       taskId: row.task_id,
       state: row.state,
       attempts: row.attempts,
@@ -48,161 +177,46 @@ async function tasksOf(db: Db, runIds: string[]): Promise<Map<string, WorkflowTa
       ...(row.result_json !== null ? { resultJson: row.result_json } : {}),
       ...(row.error !== null ? { error: row.error } : {}),
       ...(row.state === 'running' && row.claim_owner !== null ? { owner: row.claim_owner } : {}),
-    });
+    }));
   }
-  return byRun;
-}
 
-async function getRun(db: Db, runId: string): Promise<WorkflowRunRecord | undefined> {
-  const row = await db.selectFrom('workflow_runs').selectAll().where('run_id', '=', runId).executeTakeFirst();
-  if (!row) return undefined;
-  return toRun(row, (await tasksOf(db, [runId])).get(runId) ?? []);
-}
+  function* getRun(runId: string): Script<WorkflowRunRecord | undefined> {
+    const row = yield* first(db.selectFrom('workflow_runs').selectAll().where('run_id', '=', runId));
+    return row ? toRun(row, yield* tasksOf(runId)) : undefined;
+  }
 
-/** Locks a run's row for the rest of the transaction: every change to a run and its tasks takes it first. */
-async function lockRun(trx: Transaction<PostgresDatabase>, runId: string): Promise<RunRow | undefined> {
-  return trx.selectFrom('workflow_runs').selectAll().where('run_id', '=', runId).forUpdate().executeTakeFirst();
-}
-
-/** How many claims one `claimTask` looks at before it gives up for now. */
-const FETCHES_PER_CLAIM = 16;
-
-/** The columns of a run's tasks that claims and readiness need, in definition order. */
-async function claimRows(trx: Transaction<PostgresDatabase>, runId: string) {
-  const rows = await trx
-    .selectFrom('workflow_tasks')
-    .select(['task_id', 'state', 'attempts', 'failed_attempts', 'max_attempts', 'depends_on_json', 'claim_id', 'claim_owner'])
-    .where('run_id', '=', runId)
-    .orderBy('position')
-    .execute();
-  return rows.map((row) => ({ ...row, taskId: row.task_id, dependsOn: JSON.parse(row.depends_on_json) as string[] }));
-}
-
-function inScope(run: RunRow, scope: TaskClaimScope): boolean {
-  return (scope.runIds === undefined || scope.runIds.includes(run.run_id)) && (scope.agentIds === undefined || scope.agentIds.includes(run.agent_id));
-}
-
-/**
- * The workflow part of the PostgreSQL store. Every change locks the run's row first, so two
- * controllers working on one run serialise. Every task attempt is a pg-boss job: the transaction
- * that makes a task ready queues it (never more than `maxParallel` of a run queued or running),
- * `claimTask` fetches one with pg-boss's SKIP LOCKED claim, and the transaction that commits, fails
- * or interrupts the attempt ends its job. A controller that dies holding one loses it when pg-boss
- * expires the job; the next `claimTask` to fetch it logs the old attempt `interrupted` and runs a
- * new one.
- */
-export function createPostgresWorkflowStore(context: PostgresStoreContext, claims: PgBossClaims): WorkflowStore {
-  const { db } = context;
-  const iso = () => context.now().toISOString();
-  const nowMs = () => context.now().getTime();
-  const tx = <T>(work: (trx: Transaction<PostgresDatabase>) => Promise<T>) => db.transaction().execute(work);
-
-  /** Closes a task's open attempts (normally one) with `outcome`. */
-  const closeTaskAttempts = (trx: Transaction<PostgresDatabase>, runId: string, taskId: string, outcome: 'interrupted' | 'cancelled', error: string) =>
-    trx.updateTable('workflow_attempts').set({ finished_at: iso(), outcome, error }).where('run_id', '=', runId).where('task_id', '=', taskId).where('finished_at', 'is', null).execute();
-
-  /** Queues attempts of the run's ready tasks while fewer than max_parallel are queued or running. */
-  const fillSlots = async (trx: Transaction<PostgresDatabase>, run: RunRow) => {
-    const tasks = await claimRows(trx, run.run_id);
-    const busy = tasks.filter((task) => task.state === 'running' || (task.state === 'pending' && task.claim_id !== null)).length;
-    const ready = readyTasks(tasks.filter((task) => task.claim_id === null)).slice(0, Math.max(0, run.max_parallel - busy));
-    for (const task of ready) {
-      const claimId = await claims.enqueueTask(trx, { agentId: run.agent_id, runId: run.run_id, taskId: task.task_id });
-      await trx.updateTable('workflow_tasks').set({ claim_id: claimId, claim_owner: null, claim_until: null }).where('run_id', '=', run.run_id).where('task_id', '=', task.task_id).execute();
-    }
-  };
-
-  /** Ends a running run in the transaction: open attempts cancelled, claims ended, tasks skipped or cancelled. */
-  const finishRunIn = async (trx: Transaction<PostgresDatabase>, run: RunRow, state: Exclude<WorkflowRunState, 'running'>, error: string | undefined) => {
+  /** Ends a running run: open attempts cancelled, claims ended, tasks skipped or cancelled. */
+  function* finishRunIn(run: RunRow, state: Exclude<WorkflowRunState, 'running'>, error: string | undefined): Script<void> {
     const runId = run.run_id;
     const at = iso();
-    await trx.updateTable('workflow_attempts').set({ finished_at: at, outcome: 'cancelled', error: error ?? `the run ${state}` }).where('run_id', '=', runId).where('finished_at', 'is', null).execute();
-    const held = await trx.selectFrom('workflow_tasks').select('claim_id').where('run_id', '=', runId).where('claim_id', 'is not', null).execute();
-    await claims.endTasks(trx, run.agent_id, held.map((row) => row.claim_id!));
-    await trx.updateTable('workflow_tasks').set({ state: 'skipped' }).where('run_id', '=', runId).where('state', '=', 'pending').execute();
-    await trx.updateTable('workflow_tasks').set({ state: 'cancelled' }).where('run_id', '=', runId).where('state', '=', 'running').execute();
-    await trx.updateTable('workflow_tasks').set({ claim_id: null, claim_owner: null, claim_until: null }).where('run_id', '=', runId).execute();
-    await trx.updateTable('workflow_runs').set({ state, error: error ?? null, finished_at: at, owner: null, lease_until: null }).where('run_id', '=', runId).execute();
-  };
+    yield* changes(db.updateTable('workflow_attempts').set({ finished_at: at, outcome: 'cancelled', error: error ?? `the run ${state}` }).where('run_id', '=', runId).where('finished_at', 'is', null));
+    yield* claims.endRun(run);
+    yield* changes(db.updateTable('workflow_tasks').set({ state: 'skipped' }).where('run_id', '=', runId).where('state', '=', 'pending'));
+    yield* changes(db.updateTable('workflow_tasks').set({ state: 'cancelled' }).where('run_id', '=', runId).where('state', '=', 'running'));
+    yield* changes(db.updateTable('workflow_tasks').set({ claim_id: null, claim_owner: null }).where('run_id', '=', runId));
+    yield* changes(db.updateTable('workflow_runs').set({ state, error: error ?? null, finished_at: at }).where('run_id', '=', runId));
+  }
 
-  const settled = async (trx: Transaction<PostgresDatabase>, runId: string, taskState: WorkflowTaskState | undefined): Promise<AttemptSettled> => {
-    const run = await trx.selectFrom('workflow_runs').select(['state', 'error']).where('run_id', '=', runId).executeTakeFirst();
+  function* settled(runId: string, taskState: WorkflowTaskState | undefined): Script<AttemptSettled> {
+    const run = yield* first(q.runState({ runId }));
     return { taskState, runState: run?.state, ...(run && run.state !== 'running' && run.error !== null ? { runError: run.error } : {}) };
-  };
-
-  /** Running tasks of runs in scope whose owner is named as gone: their attempts are interrupted and queued again. */
-  const takeOver = (input: Parameters<WorkflowStore['claimTask']>[0], gone: readonly string[]) =>
-    tx(async (trx) => {
-      const rows = await trx
-        .selectFrom('workflow_tasks as t')
-        .innerJoin('workflow_runs as r', 'r.run_id', 't.run_id')
-        .select(['t.run_id'])
-        .distinct()
-        .where('t.state', '=', 'running')
-        .where('r.state', '=', 'running')
-        .where('t.claim_owner', 'in', gone)
-        .execute();
-      for (const { run_id: runId } of rows) {
-        const run = await lockRun(trx, runId);
-        if (!run || run.state !== 'running' || !inScope(run, input)) continue;
-        for (const task of await claimRows(trx, runId)) {
-          if (task.state !== 'running' || task.claim_owner === null || !gone.includes(task.claim_owner)) continue;
-          await closeTaskAttempts(trx, runId, task.task_id, 'interrupted', INTERRUPTED_BY_GONE_RUNNER);
-          if (task.claim_id !== null) await claims.endTasks(trx, run.agent_id, [task.claim_id]);
-          await trx.updateTable('workflow_tasks').set({ state: 'pending', claim_id: null, claim_owner: null, claim_until: null }).where('run_id', '=', runId).where('task_id', '=', task.task_id).execute();
-        }
-        await fillSlots(trx, run);
-      }
-    });
-
-  const agentsOfRuns = async (runIds: readonly string[]) =>
-    runIds.length === 0 ? [] : (await db.selectFrom('workflow_runs').select('agent_id').distinct().where('run_id', 'in', [...runIds]).execute()).map((row) => row.agent_id);
-
-  const agentsOfRunningRuns = async () =>
-    (await db.selectFrom('workflow_runs').select('agent_id').distinct().where('state', '=', 'running').execute()).map((row) => row.agent_id);
-
-  /**
-   * Moves task attempts an earlier version queued on the one shared queue to their agents' queues
-   * (a few per claim, so a controller's first claims after an upgrade drain it). An attempt that
-   * version's controller still runs stays active there until it ends or expires, then moves.
-   */
-  const moveLegacyTasks = async () => {
-    for (let moves = 0; moves < FETCHES_PER_CLAIM; moves++) {
-      const old = await claims.fetchLegacy<{ runId: string; taskId: string }>(TASK_ATTEMPT_QUEUE);
-      if (!old) return;
-      try {
-        const [agentId] = await agentsOfRuns([old.data.runId]);
-        if (agentId !== undefined) await claims.ensureAgents([agentId]);
-        await tx(async (trx) => {
-          const run = await lockRun(trx, old.data.runId);
-          const task = await trx.selectFrom('workflow_tasks').select(['state', 'claim_id']).where('run_id', '=', old.data.runId).where('task_id', '=', old.data.taskId).executeTakeFirst();
-          if (run && run.state === 'running' && task && task.claim_id === old.id && (task.state === 'pending' || task.state === 'running')) {
-            const claimId = await claims.enqueueTask(trx, { agentId: run.agent_id, runId: run.run_id, taskId: old.data.taskId });
-            await trx.updateTable('workflow_tasks').set({ claim_id: claimId }).where('run_id', '=', run.run_id).where('task_id', '=', old.data.taskId).execute();
-          }
-          await claims.complete(old, trx);
-        });
-      } catch (error) {
-        await claims.handBack([old]).catch(() => undefined);
-        throw error;
-      }
-    }
-  };
+  }
 
   return {
-    claimLifetimeMs: claims.expireInSeconds * 1000,
+    ...(claims.lifetimeMs !== undefined ? { claimLifetimeMs: claims.lifetimeMs } : {}),
 
     async createRun(input) {
       await claims.ensureAgents([input.agentId]);
-      return tx(async (trx) => {
+      return context.transaction(function* () {
         // Serialises creates per agent, so the running-runs limit holds across controllers.
-        await sql`SELECT pg_advisory_xact_lock(hashtext(${`workflow:${input.agentId}`}))`.execute(trx);
-        const { n } = await trx
-          .selectFrom('workflow_runs')
-          .select((eb) => eb.fn.countAll<number>().as('n'))
-          .where('agent_id', '=', input.agentId)
-          .where('state', '=', 'running')
-          .executeTakeFirstOrThrow();
+        yield* lockKey(context, `workflow:${input.agentId}`);
+        const { n } = (yield* first(
+          db
+            .selectFrom('workflow_runs')
+            .select((eb) => eb.fn.countAll<number>().as('n'))
+            .where('agent_id', '=', input.agentId)
+            .where('state', '=', 'running'),
+        ))!;
         if (n >= input.maxRunningPerAgent) {
           throw new ControlPlaneError(
             'limit_exceeded',
@@ -211,208 +225,114 @@ export function createPostgresWorkflowStore(context: PostgresStoreContext, claim
         }
         const runId = context.newId();
         const { definition } = input;
-        const run = await trx
-          .insertInto('workflow_runs')
-          .values({ run_id: runId, agent_id: input.agentId, name: definition.name, state: 'running', max_parallel: definition.maxParallel, created_at: iso(), owner: null, lease_until: null })
-          .returningAll()
-          .executeTakeFirstOrThrow();
-        if (definition.tasks.length > 0) {
-          await trx
-            .insertInto('workflow_tasks')
-            .values(
-              definition.tasks.map((task, position) => ({
-                run_id: runId,
-                task_id: task.id,
-                position,
-                prompt: task.prompt,
-                result_schema_json: JSON.stringify(task.resultSchema),
-                depends_on_json: JSON.stringify(task.dependsOn),
-                max_attempts: task.maxAttempts,
-                state: 'pending' as const,
-              })),
-            )
-            .execute();
+        const run: RunRow = { run_id: runId, agent_id: input.agentId, name: definition.name, state: 'running', max_parallel: definition.maxParallel, created_at: iso(), error: null, finished_at: null };
+        yield* changes(db.insertInto('workflow_runs').values(run));
+        for (const [position, task] of definition.tasks.entries()) {
+          yield* changes(
+            db.insertInto('workflow_tasks').values({
+              run_id: runId,
+              task_id: task.id,
+              position,
+              prompt: task.prompt,
+              result_schema_json: JSON.stringify(task.resultSchema),
+              depends_on_json: JSON.stringify(task.dependsOn),
+              max_attempts: task.maxAttempts,
+              state: 'pending',
+            }),
+          );
         }
-        await fillSlots(trx, run);
-        return (await getRun(trx, runId))!;
+        yield* claims.offer(run);
+        return (yield* getRun(runId))!;
       });
     },
 
     getRun(runId) {
-      return getRun(db, runId);
+      return context.read(() => getRun(runId));
     },
 
-    async listRuns(query) {
-      let select = db.selectFrom('workflow_runs').selectAll();
-      if (query.agentId !== undefined) select = select.where('agent_id', '=', query.agentId);
-      if (query.state !== undefined) select = select.where('state', '=', query.state);
-      const rows = await select.orderBy('created_at', 'desc').orderBy('seq', 'desc').limit(query.limit).execute();
-      const tasks = await tasksOf(db, rows.map((row) => row.run_id));
-      return rows.map((row) => toRun(row, tasks.get(row.run_id) ?? []));
+    listRuns(query) {
+      return context.read(function* () {
+        let select = db.selectFrom('workflow_runs').selectAll();
+        if (query.agentId !== undefined) select = select.where('agent_id', '=', query.agentId);
+        if (query.state !== undefined) select = select.where('state', '=', query.state);
+        const runs = yield* rows(select.orderBy('created_at', 'desc').orderBy(insertionOrder(context), 'desc').limit(query.limit));
+        const records: WorkflowRunRecord[] = [];
+        for (const row of runs) records.push(toRun(row, yield* tasksOf(row.run_id)));
+        return records;
+      });
     },
 
-    async claimTask(input) {
-      if ((input.runIds && input.runIds.length === 0) || (input.agentIds && input.agentIds.length === 0)) return undefined;
-      const gone = (input.takeOverFrom ?? []).filter((owner) => owner !== input.owner);
-      if (gone.length > 0) await takeOver(input, gone);
-      // Only the queues of the agents in scope: a runner never fetches work it would hand back.
-      const agents = input.agentIds ?? (input.runIds ? await agentsOfRuns(input.runIds) : await agentsOfRunningRuns());
-      if (agents.length === 0) return undefined;
-      await claims.ensureAgents(agents);
-      await moveLegacyTasks();
-      const notHere: QueuedJob[] = [];
-      try {
-        for (let fetches = 0; fetches < FETCHES_PER_CLAIM; fetches++) {
-          const job = await claims.fetchTask(agents);
-          if (!job) return undefined;
-          const taken = await tx(async (trx): Promise<TaskClaim | 'done' | 'not-here'> => {
-            const run = await lockRun(trx, job.runId);
-            const task = await trx.selectFrom('workflow_tasks').selectAll().where('run_id', '=', job.runId).where('task_id', '=', job.taskId).executeTakeFirst();
-            // The run ended, the task moved on, or this job is not the task's claim any more: nothing to run.
-            if (!run || run.state !== 'running' || !task || task.claim_id !== job.id || (task.state !== 'pending' && task.state !== 'running')) {
-              await claims.complete(job, trx);
-              return 'done';
-            }
-            if (!inScope(run, input)) return 'not-here';
-            // A running task's job offered again: pg-boss expired the claim of the runner that ran it.
-            if (task.state === 'running') await closeTaskAttempts(trx, run.run_id, task.task_id, 'interrupted', INTERRUPTED_BY_GONE_RUNNER);
-            const attempt = task.attempts + 1;
-            await trx
-              .updateTable('workflow_tasks')
-              .set({ state: 'running', attempts: attempt, claim_owner: input.owner, claim_until: nowMs() + claims.expireInSeconds * 1000 })
-              .where('run_id', '=', run.run_id)
-              .where('task_id', '=', task.task_id)
-              .execute();
-            await trx.insertInto('workflow_attempts').values({ run_id: run.run_id, task_id: task.task_id, attempt, started_at: iso(), finished_at: null, outcome: null, error: null, owner: input.owner }).execute();
-            return { runId: run.run_id, taskId: task.task_id, agentId: run.agent_id, attempt, claimId: job.id };
-          }).catch(async (error: unknown) => {
-            // The job was fetched (made active) outside this transaction: hand it back (in `finally`), or it would
-            // stay claimed by nobody until pg-boss expires it (--claim-expiry-s, 900 s by default).
-            notHere.push(job);
-            throw error;
-          });
-          if (taken === 'not-here') notHere.push(job);
-          else if (taken !== 'done') return taken;
-        }
-        return undefined;
-      } finally {
-        // Handed back after the loop, so this call does not fetch them again; another controller will.
-        await claims.handBack(notHere);
-      }
-    },
+    claimTask: (input) => claims.claimTask(input),
+    renewClaims: (input) => claims.renewClaims(input),
 
-    async renewClaims(input) {
-      if (input.claims.length === 0) return [];
-      // pg-boss's claims do not extend: a claim only lasts `--claim-expiry-s`; this reports which still hold.
-      const rows = await db
-        .selectFrom('workflow_tasks as t')
-        .innerJoin('workflow_runs as r', 'r.run_id', 't.run_id')
-        .select(['t.run_id', 't.task_id', 't.attempts', 't.claim_id'])
-        .where('t.claim_owner', '=', input.owner)
-        .where('t.state', '=', 'running')
-        .where('r.state', '=', 'running')
-        .where('t.run_id', 'in', [...new Set(input.claims.map((claim) => claim.runId))])
-        .execute();
-      const held = new Set(rows.map((row) => `${row.run_id}\u0000${row.task_id}\u0000${row.attempts}\u0000${row.claim_id}`));
-      return input.claims.filter((claim) => held.has(`${claim.runId}\u0000${claim.taskId}\u0000${claim.attempt}\u0000${claim.claimId}`));
-    },
-
-    async claimOwners() {
-      const rows = await db.selectFrom('workflow_tasks').select('claim_owner').distinct().where('state', '=', 'running').where('claim_owner', 'is not', null).execute();
-      return rows.map((row) => row.claim_owner!);
+    claimOwners() {
+      return context.read(function* () {
+        const owners = yield* rows(db.selectFrom('workflow_tasks').select('claim_owner').distinct().where('state', '=', 'running').where('claim_owner', 'is not', null));
+        return owners.map((row) => row.claim_owner!);
+      });
     },
 
     endAttempt(input) {
-      return tx(async (trx): Promise<AttemptSettled> => {
-        const run = await lockRun(trx, input.runId);
-        const task = await trx.selectFrom('workflow_tasks').selectAll().where('run_id', '=', input.runId).where('task_id', '=', input.taskId).executeTakeFirst();
-        if (!run || !task) return settled(trx, input.runId, undefined);
-        const closed = await trx
-          .updateTable('workflow_attempts')
-          .set({ finished_at: iso(), outcome: input.outcome, error: input.error })
-          .where('run_id', '=', input.runId)
-          .where('task_id', '=', input.taskId)
-          .where('attempt', '=', input.attempt)
-          .where('finished_at', 'is', null)
-          .executeTakeFirst();
-        if (closed.numUpdatedRows !== 1n || task.state !== 'running' || task.attempts !== input.attempt) return settled(trx, input.runId, task.state);
+      return context.transaction(function* (): Script<AttemptSettled> {
+        const run = yield* steps.lockRun(input.runId);
+        const task = yield* first(q.task({ runId: input.runId, taskId: input.taskId }));
+        if (!run || !task) return yield* settled(input.runId, undefined);
+        const closed = yield* changes(q.closeAttempt({ at: iso(), outcome: input.outcome, error: input.error, runId: input.runId, taskId: input.taskId, attempt: input.attempt }));
+        if (closed !== 1 || task.state !== 'running' || task.attempts !== input.attempt) return yield* settled(input.runId, task.state);
         const failed = task.failed_attempts + (input.outcome === 'failed' ? 1 : 0);
         const state: WorkflowTaskState = failed >= task.max_attempts ? 'failed' : 'pending';
-        if (task.claim_id !== null) await claims.endTasks(trx, run.agent_id, [task.claim_id]);
-        await trx
-          .updateTable('workflow_tasks')
-          .set({ state, failed_attempts: failed, error: input.error, claim_id: null, claim_owner: null, claim_until: null })
-          .where('run_id', '=', input.runId)
-          .where('task_id', '=', input.taskId)
-          .execute();
-        if (state === 'failed') await finishRunIn(trx, run, 'failed', taskFailedError(input.taskId, failed, input.error));
-        else await fillSlots(trx, run);
-        return settled(trx, input.runId, state);
+        yield* claims.endTask(run, input.taskId);
+        yield* changes(q.endTask({ state, failed, error: input.error, runId: input.runId, taskId: input.taskId }));
+        if (state === 'failed') yield* finishRunIn(run, 'failed', taskFailedError(input.taskId, failed, input.error));
+        else yield* claims.offer(run);
+        return yield* settled(input.runId, state);
       });
     },
 
     commitResult(input) {
-      return tx(async (trx) => {
-        const run = await lockRun(trx, input.runId);
+      const { runId, taskId, attempt } = input;
+      return context.transaction(function* () {
+        const run = yield* steps.lockRun(runId);
         if (!run || run.state !== 'running') return { committed: false, reason: 'not_running', runState: run?.state, ...(run?.error ? { runError: run.error } : {}) } as const;
-        const inserted = await trx
-          .insertInto('workflow_results')
-          .values({ run_id: input.runId, task_id: input.taskId, attempt: input.attempt, result_json: input.resultJson, committed_at: iso() })
-          .onConflict((conflict) => conflict.columns(['run_id', 'task_id']).doNothing())
-          .returning('attempt')
-          .executeTakeFirst();
-        if (!inserted) return { committed: false, reason: 'already_committed', runState: run.state } as const;
-        const task = await trx.selectFrom('workflow_tasks').select('claim_id').where('run_id', '=', input.runId).where('task_id', '=', input.taskId).executeTakeFirst();
-        if (task?.claim_id) await claims.endTasks(trx, run.agent_id, [task.claim_id]);
-        await trx
-          .updateTable('workflow_tasks')
-          .set({ state: 'committed', error: null, claim_id: null, claim_owner: null, claim_until: null })
-          .where('run_id', '=', input.runId)
-          .where('task_id', '=', input.taskId)
-          .execute();
-        await trx
-          .updateTable('workflow_attempts')
-          .set({ finished_at: iso(), outcome: 'committed', error: '' })
-          .where('run_id', '=', input.runId)
-          .where('task_id', '=', input.taskId)
-          .where('attempt', '=', input.attempt)
-          .where('finished_at', 'is', null)
-          .execute();
+        const at = iso();
+        if ((yield* changes(q.insertResult({ runId, taskId, attempt, resultJson: input.resultJson, at }))) === 0) return { committed: false, reason: 'already_committed', runState: run.state } as const;
+        yield* claims.endTask(run, taskId);
+        yield* changes(q.commitTask({ runId, taskId }));
+        yield* changes(q.closeAttempt({ at, outcome: 'committed', error: '', runId, taskId, attempt }));
         // An attempt of another runner that took the task over meanwhile has nothing left to do.
-        await closeTaskAttempts(trx, input.runId, input.taskId, 'cancelled', 'another attempt committed the task first');
-        if (allCommitted(await claimRows(trx, input.runId))) await finishRunIn(trx, run, 'succeeded', undefined);
-        else await fillSlots(trx, run);
-        return { committed: true, ...(await settled(trx, input.runId, 'committed')) } as const;
+        yield* changes(q.closeAttempts({ at, outcome: 'cancelled', error: 'another attempt committed the task first', runId, taskId }));
+        if ((yield* first(q.uncommitted({ runId })))!.n === 0) yield* finishRunIn(run, 'succeeded', undefined);
+        else yield* claims.offer(run);
+        return { committed: true, ...(yield* settled(runId, 'committed')) } as const;
       });
     },
 
     finishRun(input) {
-      return tx(async (trx) => {
-        const run = await lockRun(trx, input.runId);
+      return context.transaction(function* () {
+        const run = yield* steps.lockRun(input.runId);
         if (!run) return undefined;
-        if (run.state === 'running') await finishRunIn(trx, run, input.state, input.error);
-        return getRun(trx, input.runId);
+        if (run.state === 'running') yield* finishRunIn(run, input.state, input.error);
+        return yield* getRun(input.runId);
       });
     },
 
-    async listAttempts(runId) {
-      const rows = await db
-        .selectFrom('workflow_attempts')
-        .select(['task_id', 'attempt', 'started_at', 'finished_at', 'outcome', 'error', 'owner'])
-        .where('run_id', '=', runId)
-        .orderBy('seq')
-        .execute();
-      return rows.map(
-        (row): WorkflowAttemptRecord => ({
-          taskId: row.task_id,
-          attempt: row.attempt,
-          startedAt: row.started_at,
-          ...(row.finished_at !== null ? { finishedAt: row.finished_at } : {}),
-          ...(row.outcome !== null ? { outcome: row.outcome } : {}),
-          ...(row.error !== null && row.error !== '' ? { error: row.error } : {}),
-          ...(row.owner !== null ? { owner: row.owner } : {}),
-        }),
-      );
+    listAttempts(runId) {
+      return context.read(function* () {
+        const attempts = yield* rows(
+          db.selectFrom('workflow_attempts').select(['task_id', 'attempt', 'started_at', 'finished_at', 'outcome', 'error', 'owner']).where('run_id', '=', runId).orderBy(insertionOrder(context)),
+        );
+        return attempts.map(
+          (row): WorkflowAttemptRecord => ({
+            taskId: row.task_id,
+            attempt: row.attempt,
+            startedAt: row.started_at,
+            ...(row.finished_at !== null ? { finishedAt: row.finished_at } : {}),
+            ...(row.outcome !== null ? { outcome: row.outcome } : {}),
+            ...(row.error !== null && row.error !== '' ? { error: row.error } : {}),
+            ...(row.owner !== null ? { owner: row.owner } : {}),
+          }),
+        );
+      });
     },
   };
 }
