@@ -37,25 +37,29 @@ export interface StoreContext {
   newId(): string;
 }
 
-/** Runs one query in a script. */
+const compiled = <R>(statement: CompiledQuery<R> | Compilable<R>): CompiledQuery<R> => ('compile' in statement ? statement.compile() : statement);
+
+// Each helper yields the query itself (no inner generator): a claim or a commit takes about ten
+// steps, and a generator per step was a fifth of the store's own time on SQLite.
+
+/** Runs one query in a script: its rows and how many rows it changed. */
 export function* query<R>(statement: CompiledQuery<R> | Compilable<R>): Script<SqlResult<R>> {
-  const compiled = 'compile' in statement ? statement.compile() : statement;
-  return (yield compiled) as SqlResult<R>;
+  return (yield compiled(statement)) as SqlResult<R>;
 }
 
 /** The rows of one query. */
 export function* rows<R>(statement: CompiledQuery<R> | Compilable<R>): Script<R[]> {
-  return (yield* query(statement)).rows;
+  return ((yield compiled(statement)) as SqlResult<R>).rows;
 }
 
 /** The first row of one query. */
 export function* first<R>(statement: CompiledQuery<R> | Compilable<R>): Script<R | undefined> {
-  return (yield* query(statement)).rows[0];
+  return ((yield compiled(statement)) as SqlResult<R>).rows[0];
 }
 
 /** How many rows one statement changed. */
 export function* changes(statement: CompiledQuery | Compilable<unknown>): Script<number> {
-  return (yield* query(statement)).changes;
+  return ((yield compiled(statement)) as SqlResult<unknown>).changes;
 }
 
 /** Work only PostgreSQL does (see `SqlEffect`); the SQLite runner refuses it. */
@@ -98,15 +102,16 @@ export function prepare<P extends object, R>(build: (parameters: P) => Compilabl
   return (values) => {
     if (!template) {
       const names = new Proxy({}, { get: (_, name) => `${SLOT}${String(name)}` }) as P;
-      const compiled = build(names).compile();
-      const slots = compiled.parameters.map((value) => (typeof value === 'string' && value.startsWith(SLOT) ? (value.slice(SLOT.length) as keyof P) : undefined));
-      template = { compiled, slots };
+      const built = build(names).compile();
+      const slots = built.parameters.map((value) => (typeof value === 'string' && value.startsWith(SLOT) ? (value.slice(SLOT.length) as keyof P) : undefined));
+      template = { compiled: built, slots };
     }
-    const { compiled, slots } = template;
-    const parameters = compiled.parameters.map((value, index) => {
+    const { compiled: base, slots } = template;
+    const parameters = base.parameters.slice();
+    for (let index = 0; index < slots.length; index++) {
       const slot = slots[index];
-      return slot === undefined ? value : values[slot];
-    });
-    return { ...compiled, parameters };
+      if (slot !== undefined) parameters[index] = values[slot];
+    }
+    return { query: base.query, queryId: base.queryId, sql: base.sql, parameters };
   };
 }

@@ -1,7 +1,7 @@
 import { changes, effect, first, rows, type Script, type StoreContext } from '../store-context.js';
 import type { JobClaims, JobRow } from '../sql-job-store.js';
 import { lockAgentJobs } from '../sql-job-store.js';
-import { readyOf, type RunRow, type TaskClaims, type WorkflowSteps } from '../sql-workflow-store.js';
+import { type RunRow, type TaskClaims, type WorkflowSteps } from '../sql-workflow-store.js';
 import type { TaskClaim, TaskClaimScope } from '../workflow-store.js';
 import { INTERRUPTED_BY_GONE_RUNNER } from '../workflow-readiness.js';
 import { JOB_TURN_QUEUE, TASK_ATTEMPT_QUEUE, type JobTurnClaim, type PgBossClaims, type QueuedJob } from './pg-boss-claims.js';
@@ -56,9 +56,16 @@ export function pgBossTaskClaims(context: StoreContext, claims: PgBossClaims): (
       changes(db.updateTable('workflow_tasks').set({ claim_id: claimId, claim_owner: null }).where('run_id', '=', runId).where('task_id', '=', taskId));
 
     function* offer(run: RunRow): Script<void> {
-      const tasks = yield* steps.claimRows(run.run_id);
-      const busy = tasks.filter((task) => task.state === 'running' || (task.state === 'pending' && task.claim_id !== null)).length;
-      for (const task of readyOf(tasks.filter((task) => task.claim_id === null), Math.max(0, run.max_parallel - busy))) {
+      // Queued (pending with a claim) or running: the run's slots taken.
+      const { n: busy } = (yield* first(
+        db
+          .selectFrom('workflow_tasks')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('run_id', '=', run.run_id)
+          .where((eb) => eb.or([eb('state', '=', 'running'), eb.and([eb('state', '=', 'pending'), eb('claim_id', 'is not', null)])])),
+      ))!;
+      if (busy >= run.max_parallel) return;
+      for (const task of yield* steps.readyTasks(run.run_id, run.max_parallel - busy)) {
         const claimId = yield* effect((trx) => claims.enqueueTask(trx, { agentId: run.agent_id, runId: run.run_id, taskId: task.task_id }));
         yield* setClaim(run.run_id, task.task_id, claimId);
       }
@@ -80,8 +87,8 @@ export function pgBossTaskClaims(context: StoreContext, claims: PgBossClaims): (
         for (const { run_id: runId } of runIds) {
           const run = yield* steps.lockRun(runId);
           if (!run || run.state !== 'running' || !inScope(run, scope)) continue;
-          for (const task of yield* steps.claimRows(runId)) {
-            if (task.state !== 'running' || task.claim_owner === null || !gone.includes(task.claim_owner)) continue;
+          for (const task of yield* steps.runningTasks(runId)) {
+            if (task.claim_owner === null || !gone.includes(task.claim_owner)) continue;
             yield* steps.closeAttempts(runId, task.task_id, 'interrupted', INTERRUPTED_BY_GONE_RUNNER);
             if (task.claim_id !== null) yield* endClaims(run.agent_id, [task.claim_id]);
             yield* steps.releaseTask(runId, task.task_id);

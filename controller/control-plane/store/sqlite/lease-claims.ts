@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import { changes, first, prepare, rows, type StoreContext } from '../store-context.js';
 import type { SqliteDatabase } from '../store-schema.js';
 import type { JobClaims } from '../sql-job-store.js';
-import { readyOf, type TaskClaims, type WorkflowSteps } from '../sql-workflow-store.js';
+import { type TaskClaims, type WorkflowSteps } from '../sql-workflow-store.js';
 import { INTERRUPTED_BY_GONE_RUNNER } from '../workflow-readiness.js';
 
 /** A list as one JSON parameter (read with json_each), so the statement is prepared once whatever its length. */
@@ -27,9 +27,7 @@ export function leaseTaskClaims(context: StoreContext): (steps: WorkflowSteps) =
         .orderBy('created_at')
         .orderBy(sql`rowid`),
     ),
-    tasks: prepare((p: { runId: string }) =>
-      db.selectFrom('workflow_tasks').select(['task_id', 'state', 'attempts', 'depends_on_json', 'claim_id', 'claim_owner', 'claim_until']).where('run_id', '=', p.runId).orderBy('position'),
-    ),
+    running: prepare((p: { runId: string }) => db.selectFrom('workflow_tasks').select(['task_id', 'claim_owner', 'claim_until']).where('run_id', '=', p.runId).where('state', '=', 'running')),
     start: prepare((p: { attempt: number; owner: string; until: number; claimId: string; runId: string; taskId: string }) =>
       db
         .updateTable('workflow_tasks')
@@ -63,10 +61,8 @@ export function leaseTaskClaims(context: StoreContext): (steps: WorkflowSteps) =
         const nowMs = context.now().getTime();
         const gone = new Set(input.takeOverFrom ?? []);
         for (const run of yield* rows(q.runs({ runIds: jsonList(input.runIds), agentIds: jsonList(input.agentIds) }))) {
-          const tasks = yield* rows(q.tasks({ runId: run.run_id }));
           let running = 0;
-          for (const task of tasks) {
-            if (task.state !== 'running') continue;
+          for (const task of yield* rows(q.running({ runId: run.run_id }))) {
             const abandoned = task.claim_owner === null || task.claim_until === null || task.claim_until <= nowMs || gone.has(task.claim_owner);
             if (!abandoned || task.claim_owner === input.owner) {
               running++;
@@ -74,10 +70,9 @@ export function leaseTaskClaims(context: StoreContext): (steps: WorkflowSteps) =
             }
             yield* steps.closeAttempts(run.run_id, task.task_id, 'interrupted', INTERRUPTED_BY_GONE_RUNNER);
             yield* steps.releaseTask(run.run_id, task.task_id);
-            task.state = 'pending';
           }
           if (running >= run.max_parallel) continue;
-          const [next] = readyOf(tasks, 1);
+          const [next] = yield* steps.readyTasks(run.run_id, 1);
           if (!next) continue;
           const attempt = next.attempts + 1;
           const claimId = `${run.run_id}/${next.task_id}/${attempt}`;

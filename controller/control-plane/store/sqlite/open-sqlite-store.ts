@@ -135,8 +135,9 @@ function sqliteStoreContext(db: Database.Database, now: () => Date, newId: () =>
       statement = db.prepare(compiled.sql);
       statements.set(compiled.sql, statement);
     }
-    // better-sqlite3 binds no booleans: SQLite keeps them as 0 and 1.
-    const parameters = compiled.parameters.map((value) => (typeof value === 'boolean' ? Number(value) : value));
+    let parameters = compiled.parameters;
+    // better-sqlite3 binds no booleans: SQLite keeps them as 0 and 1 (copied only when there is one).
+    if (parameters.some((value) => typeof value === 'boolean')) parameters = parameters.map((value) => (typeof value === 'boolean' ? Number(value) : value));
     if (statement.reader) {
       const rows = statement.all(...parameters);
       return { rows, changes: rows.length };
