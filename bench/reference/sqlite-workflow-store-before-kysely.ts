@@ -14,7 +14,7 @@ import type {
   WorkflowTaskRecord,
   WorkflowTaskState,
 } from '../../controller/control-plane/store/workflow-store.js';
-import { INTERRUPTED_BY_GONE_RUNNER, taskFailedError } from '../../controller/control-plane/store/workflow-readiness.js';
+import { INTERRUPTED_BY_GONE_RUNNER, taskFailedError } from '../../controller/control-plane/store/sql-workflow-store.js';
 
 interface SqliteStoreContext {
   db: Database.Database;

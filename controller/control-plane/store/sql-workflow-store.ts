@@ -3,7 +3,14 @@ import { ControlPlaneError } from '../control-plane-error.js';
 import { changes, first, forUpdate, insertionOrder, lockKey, prepare, rows, type Script, type StoreContext } from './store-context.js';
 import type { WorkflowRunsTable } from './store-schema.js';
 import type { AttemptSettled, WorkflowAttemptRecord, WorkflowRunRecord, WorkflowRunState, WorkflowStore, WorkflowTaskRecord, WorkflowTaskState } from './workflow-store.js';
-import { taskFailedError } from './workflow-readiness.js';
+
+/** The error a run records when one of its tasks used up its attempts. */
+export function taskFailedError(taskId: string, failedAttempts: number, reason: string): string {
+  return `task "${taskId}" failed after ${failedAttempts} attempt${failedAttempts === 1 ? '' : 's'}: ${reason || 'no reason'}`;
+}
+
+/** What an attempt left running by a runner that is gone is logged with. */
+export const INTERRUPTED_BY_GONE_RUNNER = 'the runner that ran this attempt stopped or lost its claim';
 
 /** A run's row. */
 export type RunRow = Selectable<WorkflowRunsTable>;

@@ -2,8 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import { changes, first, prepare, rows, type StoreContext } from '../store-context.js';
 import type { SqliteDatabase } from '../store-schema.js';
 import type { JobClaims } from '../sql-job-store.js';
-import { type TaskClaims, type WorkflowSteps } from '../sql-workflow-store.js';
-import { INTERRUPTED_BY_GONE_RUNNER } from '../workflow-readiness.js';
+import { INTERRUPTED_BY_GONE_RUNNER, type TaskClaims, type WorkflowSteps } from '../sql-workflow-store.js';
 
 /** A list as one JSON parameter (read with json_each), so the statement is prepared once whatever its length. */
 const jsonList = (values: readonly string[] | undefined) => (values === undefined ? null : JSON.stringify(values));
