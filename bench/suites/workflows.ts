@@ -18,6 +18,7 @@ import { createOpenAIResponsesModel } from '../../controller/model/openai-respon
 import { createSidecarClient } from '../../controller/sidecar-client/create-sidecar-client.js';
 import { spawnSidecar } from '../../controller/sidecar-client/spawn-sidecar.js';
 import { quantile, type BenchRow } from '../bench-row.js';
+import { workflowStoreRows } from './workflow-store.js';
 
 const OVERHEAD_TASKS = 60;
 const WARM_UP_TASKS = 20;
@@ -47,6 +48,8 @@ function definition(name: string, count: number, maxParallel: number, chains: nu
 }
 
 export async function run(): Promise<BenchRow[]> {
+  // First, before the sidecar and the model share the cores: the store's own paths, old against new.
+  const storeRows = await workflowStoreRows();
   const scratch = mkdtempSync(join(tmpdir(), 'bench-workflows-'));
   cpSync(fileURLToPath(new URL('../../controller/sample-workspace/', import.meta.url)), join(scratch, 'workspace'), { recursive: true });
   const sidecar = await spawnSidecar({ workspace: join(scratch, 'workspace'), extraArgs: ['--state-dir', join(scratch, 'state')] });
@@ -100,6 +103,7 @@ export async function run(): Promise<BenchRow[]> {
     const big16 = await runWorkflow(definition('big-16', BIG_TASKS, 16, CHAINS));
     const big1Turns = big1.turnMs.reduce((sum, value) => sum + value, 0);
     return [
+      ...storeRows,
       {
         suite: 'workflows',
         name: 'open a workflow task turn (the sidecar assembles submit_result)',

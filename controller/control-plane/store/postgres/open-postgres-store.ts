@@ -1,16 +1,17 @@
-import { Kysely, PostgresDialect, sql } from 'kysely';
+import { Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import { errorMessage, silentLogger, type Logger } from '../../../../src/index.js';
-import type { PostgresStoreContext } from './postgres-store-context.js';
 import { ControlPlaneError } from '../../domain/control-plane-error.js';
 import type { ControlPlaneStore } from '../control-plane-store.js';
-import { postgresMigrations, type PostgresMigration } from './postgres-migrations.js';
-import type { PostgresDatabase } from './postgres-schema.js';
-import { createPostgresJobStore } from './postgres-job-store.js';
-import { createPostgresScheduleStore } from './postgres-schedule-store.js';
-import { createPostgresWorkflowStore } from './postgres-workflow-store.js';
+import { createSqlApprovalStore } from '../sql-approval-store.js';
+import { createSqlJobStore } from '../sql-job-store.js';
+import { createSqlScheduleStore } from '../sql-schedule-store.js';
+import { createSqlWorkflowStore } from '../sql-workflow-store.js';
+import type { Script, StoreContext } from '../store-context.js';
+import type { StoreDatabase } from '../store-schema.js';
 import { PgBossClaims } from './pg-boss-claims.js';
-import { createPostgresApprovalStore } from './postgres-approval-store.js';
+import { pgBossJobClaims, pgBossTaskClaims } from './pg-boss-store-claims.js';
+import { postgresMigrations, type PostgresMigration } from './postgres-migrations.js';
 import { PostgresHealth } from './postgres-health.js';
 
 /** Options of `openPostgresStore`. */
@@ -76,7 +77,7 @@ export async function openPostgresStore(options: OpenPostgresStoreOptions): Prom
     // BIGINT columns hold epoch milliseconds and counts, well inside a double's exact range.
     types: { getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) } as pg.CustomTypesConfig,
   });
-  const db = new Kysely<PostgresDatabase>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<StoreDatabase>({ dialect: new PostgresDialect({ pool }) });
   const health = new PostgresHealth({ db, location, logger: options.logger ?? silentLogger, ...(options.healthIntervalMs ? { intervalMs: options.healthIntervalMs } : {}) });
   // An idle client losing its server must not crash the process: logged, and the probe tells the health watchers.
   pool.on('error', (error) => health.reportError('pool', error));
@@ -103,26 +104,21 @@ export async function openPostgresStore(options: OpenPostgresStoreOptions): Prom
     await db.destroy().catch(() => undefined);
     throw new ControlPlaneError('unavailable', `cannot start pg-boss on ${location}: ${errorMessage(cause)}`, { cause });
   }
-  const context: PostgresStoreContext = {
-    db,
-    now: options.now ?? (() => new Date()),
-    newId: options.newId ?? (() => crypto.randomUUID()),
-  };
-  const jobs = createPostgresJobStore(context, claims);
+  const context = postgresStoreContext(db, options.now ?? (() => new Date()), options.newId ?? (() => crypto.randomUUID()));
+  const jobClaims = pgBossJobClaims(context, claims);
   let closed = false;
   return {
     location,
-    workflows: createPostgresWorkflowStore(context, claims),
-    schedules: createPostgresScheduleStore(context, claims),
-    jobs,
-    approvals: createPostgresApprovalStore(context),
+    workflows: createSqlWorkflowStore(context, pgBossTaskClaims(context, claims)),
+    schedules: createSqlScheduleStore(context, jobClaims),
+    jobs: createSqlJobStore(context, jobClaims),
+    approvals: createSqlApprovalStore(context),
     watchHealth: (listener) => health.watch(listener),
     async close() {
       if (closed) return;
       closed = true;
       health.close();
-      // Claims still held (turns a shutdown interrupted) go back to pg-boss for another controller.
-      await jobs.handBackAll().catch(() => undefined);
+      await jobClaims.close().catch(() => undefined);
       await claims.stop().catch(() => undefined);
       await db.destroy();
     },
@@ -130,7 +126,7 @@ export async function openPostgresStore(options: OpenPostgresStoreOptions): Prom
 }
 
 /** Applies the migrations newer than the database's version, all in one transaction under the migration lock. */
-async function migrate(db: Kysely<PostgresDatabase>, list: readonly PostgresMigration[]): Promise<void> {
+async function migrate(db: Kysely<StoreDatabase>, list: readonly PostgresMigration[]): Promise<void> {
   list.forEach((migration, index) => {
     if (migration.version !== index + 1) throw new ControlPlaneError('internal', `migration "${migration.name}" has version ${migration.version}; versions must be 1, 2, 3... in list order`);
   });
@@ -149,4 +145,35 @@ async function migrate(db: Kysely<PostgresDatabase>, list: readonly PostgresMigr
       await trx.insertInto('tools_runtime_schema_migrations').values({ version: migration.version, name: migration.name, applied_at: new Date().toISOString() }).execute();
     }
   });
+}
+
+/**
+ * The store's scripts on the pool: each step awaited on one transaction's connection (a reading
+ * script on whichever connection the pool gives each query). pg-boss's steps run on the
+ * transaction's connection too, so a job is queued or ended exactly when the transaction commits.
+ */
+function postgresStoreContext(db: Kysely<StoreDatabase>, now: () => Date, newId: () => string): StoreContext {
+  const drive = async <T>(connection: Kysely<StoreDatabase>, script: () => Script<T>): Promise<T> => {
+    const steps = script();
+    let next = steps.next();
+    while (!next.done) {
+      const step = next.value;
+      if (typeof step === 'function') {
+        if (!connection.isTransaction) throw new ControlPlaneError('internal', 'a pg-boss step outside a transaction');
+        next = steps.next(await step(connection as Transaction<StoreDatabase>));
+      } else {
+        const result = await connection.executeQuery(step);
+        next = steps.next({ rows: result.rows, changes: result.numAffectedRows !== undefined ? Number(result.numAffectedRows) : result.rows.length });
+      }
+    }
+    return next.value;
+  };
+  return {
+    dialect: 'postgres',
+    db,
+    transaction: (script) => db.transaction().execute((trx) => drive(trx, script)),
+    read: (script) => drive(db, script),
+    now,
+    newId,
+  };
 }

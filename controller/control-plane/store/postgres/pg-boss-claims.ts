@@ -1,7 +1,7 @@
 import { CompiledQuery, type Transaction } from 'kysely';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
-import type { PostgresDatabase } from './postgres-schema.js';
+import type { StoreDatabase } from '../store-schema.js';
 
 import { createHash } from 'node:crypto';
 
@@ -72,7 +72,7 @@ const QUEUE_LOCK_TIMEOUT = '60s';
 const DEADLOCK_TRIES = 5;
 
 /** Runs pg-boss's SQL inside the caller's Kysely transaction. */
-function inTransaction(trx: Transaction<PostgresDatabase>) {
+function inTransaction(trx: Transaction<StoreDatabase>) {
   return { executeSql: async (text: string, values: unknown[]) => ({ rows: (await trx.executeQuery(CompiledQuery.raw(text, values))).rows as unknown[] }) };
 }
 
@@ -204,7 +204,7 @@ export class PgBossClaims {
    * Queues a job's turn on its agent's queue inside the caller's transaction; false when its
    * singleton key is already queued. The agent's queue must exist (`ensureAgents`).
    */
-  async enqueue(trx: Transaction<PostgresDatabase>, input: { agentId: string; jobId: string; singletonKey: string }): Promise<boolean> {
+  async enqueue(trx: Transaction<StoreDatabase>, input: { agentId: string; jobId: string; singletonKey: string }): Promise<boolean> {
     const id = await this.#boss.send(agentQueue(JOB_TURN_QUEUE, input.agentId), { jobId: input.jobId }, { singletonKey: input.singletonKey, expireInSeconds: this.#expireInSeconds, retentionDays: QUEUED_RETENTION_DAYS, db: inTransaction(trx) });
     return id !== null;
   }
@@ -216,7 +216,7 @@ export class PgBossClaims {
   }
 
   /** Ends a claim for good (the job was recorded, or no longer needs a turn); in the caller's transaction when given. */
-  async complete(claim: QueuedJob, trx?: Transaction<PostgresDatabase>): Promise<void> {
+  async complete(claim: QueuedJob, trx?: Transaction<StoreDatabase>): Promise<void> {
     await this.#boss.complete(claim.queue, claim.id, {}, trx ? { db: inTransaction(trx) } : {});
   }
 
@@ -239,7 +239,7 @@ export class PgBossClaims {
    * @throws Error when the task already has a queued attempt (its singleton key): the store's
    *   bookkeeping would be wrong.
    */
-  async enqueueTask(trx: Transaction<PostgresDatabase>, input: { agentId: string; runId: string; taskId: string }): Promise<string> {
+  async enqueueTask(trx: Transaction<StoreDatabase>, input: { agentId: string; runId: string; taskId: string }): Promise<string> {
     const id = await this.#boss.send(agentQueue(TASK_ATTEMPT_QUEUE, input.agentId), { runId: input.runId, taskId: input.taskId }, {
       singletonKey: `task:${input.runId}:${input.taskId}`,
       expireInSeconds: this.#expireInSeconds,
@@ -272,7 +272,7 @@ export class PgBossClaims {
    * are cancelled, active ones completed). A claim an earlier version made on the shared queue is
    * ended there too.
    */
-  async endTasks(trx: Transaction<PostgresDatabase>, agentId: string, claimIds: string[]): Promise<void> {
+  async endTasks(trx: Transaction<StoreDatabase>, agentId: string, claimIds: string[]): Promise<void> {
     if (claimIds.length === 0) return;
     const db = inTransaction(trx);
     const queues = [agentQueue(TASK_ATTEMPT_QUEUE, agentId), ...(this.#legacy.has(TASK_ATTEMPT_QUEUE) ? [TASK_ATTEMPT_QUEUE] : [])];

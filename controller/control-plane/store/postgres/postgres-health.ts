@@ -1,11 +1,11 @@
 import { sql, type Kysely } from 'kysely';
 import { errorMessage, type Logger } from '../../../../src/index.js';
 import type { StoreHealth } from '../control-plane-store.js';
-import type { PostgresDatabase } from './postgres-schema.js';
+import type { StoreDatabase } from '../store-schema.js';
 
 /** Options of `PostgresHealth`. */
 export interface PostgresHealthOptions {
-  db: Kysely<PostgresDatabase>;
+  db: Kysely<StoreDatabase>;
   /** The database's redacted URL, for the log lines. */
   location: string;
   logger: Logger;

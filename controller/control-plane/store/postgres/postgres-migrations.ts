@@ -161,4 +161,16 @@ export const postgresMigrations: readonly PostgresMigration[] = [
       CREATE INDEX workflow_tasks_by_run_state ON workflow_tasks (run_id, state, position);
     `,
   },
+  {
+    // Columns no release read: workflow_runs.owner and lease_until (a run was never leased: its
+    // tasks' attempts are claimed) and workflow_tasks.claim_until (written, but pg-boss's expiry is
+    // what ends a claim here). A controller of an earlier release still names them in its writes:
+    // upgrade every controller sharing the database together (docs/operating.md).
+    version: 5,
+    name: 'drop the unused run lease columns',
+    sql: `
+      ALTER TABLE workflow_runs DROP COLUMN owner, DROP COLUMN lease_until;
+      ALTER TABLE workflow_tasks DROP COLUMN claim_until;
+    `,
+  },
 ];

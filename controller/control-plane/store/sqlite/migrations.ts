@@ -3,7 +3,6 @@
  * released: a change is a new entry at the end, with the next version. `openSqliteStore` applies the
  * ones newer than the database's `user_version`, each in its own transaction.
  */
-import { approvalMigration } from './sqlite-approval-store.js';
 import { scheduleJobMigration } from './schedule-job-migrations.js';
 
 export interface SqliteMigration {
@@ -69,7 +68,33 @@ export const migrations: readonly SqliteMigration[] = [
     `,
   },
   { version: 2, ...scheduleJobMigration },
-  { version: 3, ...approvalMigration },
+  {
+    // Times are epoch ms.
+    version: 3,
+    name: 'approvals',
+    sql: `
+      CREATE TABLE approvals (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        approval_id TEXT NOT NULL UNIQUE,
+        agent_id TEXT NOT NULL,
+        turn_id TEXT NOT NULL,
+        call_id TEXT NOT NULL,
+        tool_name TEXT NOT NULL,
+        namespace TEXT NOT NULL,
+        label TEXT NOT NULL,
+        parameters_json TEXT NOT NULL,
+        read_only INTEGER NOT NULL,
+        destructive INTEGER NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'denied', 'expired')),
+        reason TEXT NOT NULL DEFAULT '',
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        decided_at INTEGER
+      );
+      CREATE INDEX approvals_by_agent ON approvals (agent_id, seq);
+      CREATE INDEX approvals_pending ON approvals (status, expires_at);
+    `,
+  },
   {
     // Task attempts are claimed, not assigned: the claim of a task's current attempt lives on the
     // task (its owner, the lease's end, the claim's id), and each attempt records who ran it.
@@ -82,6 +107,17 @@ export const migrations: readonly SqliteMigration[] = [
       ALTER TABLE workflow_attempts ADD COLUMN owner TEXT;
       CREATE INDEX workflow_tasks_by_state ON workflow_tasks (state, run_id);
       CREATE INDEX workflow_tasks_by_run_state ON workflow_tasks (run_id, state, position);
+    `,
+  },
+  {
+    // workflow_runs.owner and lease_until were written by no release: a run was never leased, its
+    // tasks are (claim_owner, claim_until on workflow_tasks). The same version on PostgreSQL also
+    // drops its workflow_tasks.claim_until, which pg-boss's expiry made redundant.
+    version: 5,
+    name: 'drop the unused run lease columns',
+    sql: `
+      ALTER TABLE workflow_runs DROP COLUMN owner;
+      ALTER TABLE workflow_runs DROP COLUMN lease_until;
     `,
   },
 ];

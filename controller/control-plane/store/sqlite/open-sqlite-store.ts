@@ -1,16 +1,19 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type Database from 'better-sqlite3';
+import { DummyDriver, Kysely, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler, type CompiledQuery } from 'kysely';
 import { errorMessage } from '../../../../src/index.js';
-import type { SqliteStoreContext } from './sqlite-store-context.js';
 import { loadOnFirstUse } from '../../../../src/load-on-first-use.js';
 import { ControlPlaneError } from '../../domain/control-plane-error.js';
 import type { ControlPlaneStore } from '../control-plane-store.js';
+import { createSqlApprovalStore } from '../sql-approval-store.js';
+import { createSqlJobStore } from '../sql-job-store.js';
+import { createSqlScheduleStore } from '../sql-schedule-store.js';
+import { createSqlWorkflowStore } from '../sql-workflow-store.js';
+import type { Script, SqlResult, StoreContext } from '../store-context.js';
+import type { StoreDatabase } from '../store-schema.js';
+import { leaseTaskClaims, rowJobClaims } from './lease-claims.js';
 import { migrations, type SqliteMigration } from './migrations.js';
-import { createSqliteWorkflowStore } from './sqlite-workflow-store.js';
-import { createSqliteJobStore } from './sqlite-job-store.js';
-import { createSqliteScheduleStore } from './sqlite-schedule-store.js';
-import { createSqliteApprovalStore } from './sqlite-approval-store.js';
 
 /** The database file's name inside the data dir. */
 // An optional peer of the package (a native addon): loaded when a store opens, so the controller's
@@ -70,18 +73,15 @@ export async function openSqliteStore(options: OpenSqliteStoreOptions): Promise<
     db.close();
     throw cause instanceof ControlPlaneError ? cause : new ControlPlaneError('unavailable', `cannot migrate ${location}: ${errorMessage(cause)}`, { cause });
   }
-  const context: SqliteStoreContext = {
-    db,
-    now: options.now ?? (() => new Date()),
-    newId: options.newId ?? (() => crypto.randomUUID()),
-  };
+  const context = sqliteStoreContext(db, options.now ?? (() => new Date()), options.newId ?? (() => crypto.randomUUID()));
+  const jobClaims = rowJobClaims(context);
   let closed = false;
   return {
     location,
-    workflows: createSqliteWorkflowStore(context),
-    schedules: createSqliteScheduleStore(db),
-    jobs: createSqliteJobStore(db),
-    approvals: createSqliteApprovalStore(context),
+    workflows: createSqlWorkflowStore(context, leaseTaskClaims(context)),
+    schedules: createSqlScheduleStore(context, jobClaims),
+    jobs: createSqlJobStore(context, jobClaims),
+    approvals: createSqlApprovalStore(context),
     async close() {
       if (closed) return;
       closed = true;
@@ -107,4 +107,60 @@ function migrate(db: Database.Database, list: readonly SqliteMigration[]): void 
       db.pragma(`user_version = ${migration.version}`);
     }).immediate();
   }
+}
+
+/** Statements kept prepared at most; past it the cache starts again (only lists of new lengths add any). */
+const STATEMENT_CACHE = 500;
+
+/**
+ * The store's scripts on one better-sqlite3 connection: each runs synchronously inside one
+ * transaction (BEGIN IMMEDIATE for writes, so a check and the write it guards see no other writer),
+ * every step on a prepared statement cached by its SQL. Kysely only builds and compiles here; its
+ * executor (async, one promise per query) is never used.
+ */
+function sqliteStoreContext(db: Database.Database, now: () => Date, newId: () => string): StoreContext {
+  const builder = new Kysely<StoreDatabase>({
+    dialect: {
+      createAdapter: () => new SqliteAdapter(),
+      createDriver: () => new DummyDriver(),
+      createIntrospector: (kysely) => new SqliteIntrospector(kysely),
+      createQueryCompiler: () => new SqliteQueryCompiler(),
+    },
+  });
+  const statements = new Map<string, Database.Statement>();
+  const step = (compiled: CompiledQuery): SqlResult<unknown> => {
+    let statement = statements.get(compiled.sql);
+    if (!statement) {
+      if (statements.size >= STATEMENT_CACHE) statements.clear();
+      statement = db.prepare(compiled.sql);
+      statements.set(compiled.sql, statement);
+    }
+    let parameters = compiled.parameters;
+    // better-sqlite3 binds no booleans: SQLite keeps them as 0 and 1 (copied only when there is one).
+    if (parameters.some((value) => typeof value === 'boolean')) parameters = parameters.map((value) => (typeof value === 'boolean' ? Number(value) : value));
+    if (statement.reader) {
+      const rows = statement.all(...parameters);
+      return { rows, changes: rows.length };
+    }
+    return { rows: [], changes: statement.run(...parameters).changes };
+  };
+  const drive = (script: () => Script<unknown>): unknown => {
+    const steps = script();
+    let next = steps.next();
+    while (!next.done) {
+      if (typeof next.value === 'function') throw new ControlPlaneError('internal', 'a PostgreSQL-only step reached the SQLite store');
+      next = steps.next(step(next.value));
+    }
+    return next.value;
+  };
+  const transaction = db.transaction(drive);
+  return {
+    dialect: 'sqlite',
+    db: builder,
+    transaction: async <T>(script: () => Script<T>) => transaction.immediate(script) as T,
+    // A deferred transaction: one snapshot, whatever another process writes meanwhile.
+    read: async <T>(script: () => Script<T>) => transaction.deferred(script) as T,
+    now,
+    newId,
+  };
 }

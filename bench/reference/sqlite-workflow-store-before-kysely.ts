@@ -1,4 +1,8 @@
-import { ControlPlaneError } from '../../domain/control-plane-error.js';
+// The SQLite workflow store as it was before the store was written once against Kysely, frozen
+// here as the reference of the `SQLite store:` rows of `npm run bench -- workflows`. Not used by the
+// program; only its imports follow the tree.
+import type Database from 'better-sqlite3';
+import { ControlPlaneError } from '../../controller/control-plane/domain/control-plane-error.js';
 import type {
   AttemptSettled,
   CommitOutcome,
@@ -9,9 +13,14 @@ import type {
   WorkflowStore,
   WorkflowTaskRecord,
   WorkflowTaskState,
-} from '../workflow-store.js';
-import { INTERRUPTED_BY_GONE_RUNNER, taskFailedError } from '../workflow-readiness.js';
-import type { SqliteStoreContext } from './sqlite-store-context.js';
+} from '../../controller/control-plane/store/workflow-store.js';
+import { INTERRUPTED_BY_GONE_RUNNER, taskFailedError } from '../../controller/control-plane/store/sql-workflow-store.js';
+
+interface SqliteStoreContext {
+  db: Database.Database;
+  now: () => Date;
+  newId: () => string;
+}
 
 interface RunRow {
   run_id: string;

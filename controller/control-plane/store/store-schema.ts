@@ -1,12 +1,14 @@
 /**
- * The PostgreSQL store's tables as Kysely sees them: one interface per table, column names as in
- * the SQL. Times the SQLite store keeps as ISO text stay text here; epoch milliseconds are BIGINT,
- * read back as numbers (the pool parses INT8). `seq` columns order rows by insertion.
+ * The store's tables as Kysely sees them, on both databases: one interface per table, column names
+ * as in the SQL. Run and attempt times are ISO text; other times are epoch milliseconds (BIGINT on
+ * PostgreSQL, read back as numbers). Booleans are BOOLEAN on PostgreSQL and 0/1 on SQLite: read them
+ * with `Boolean()`. `seq` orders rows by insertion (on SQLite's workflow tables the rowid does: see
+ * `insertionOrder`).
  */
 import type { ColumnType, Generated } from 'kysely';
 
+// workflow_runs and workflow_attempts have `seq` on PostgreSQL only: see `insertionOrder`.
 export interface WorkflowRunsTable {
-  seq: Generated<number>;
   run_id: string;
   agent_id: string;
   name: string;
@@ -15,8 +17,6 @@ export interface WorkflowRunsTable {
   error: string | null;
   created_at: string;
   finished_at: string | null;
-  owner: string | null;
-  lease_until: number | null;
 }
 
 export interface WorkflowTasksTable {
@@ -32,7 +32,6 @@ export interface WorkflowTasksTable {
   failed_attempts: ColumnType<number, number | undefined, number>;
   error: string | null;
   claim_owner: ColumnType<string | null, string | null | undefined, string | null>;
-  claim_until: ColumnType<number | null, number | null | undefined, number | null>;
   claim_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
@@ -45,7 +44,6 @@ export interface WorkflowResultsTable {
 }
 
 export interface WorkflowAttemptsTable {
-  seq: Generated<number>;
   run_id: string;
   task_id: string;
   attempt: number;
@@ -121,8 +119,8 @@ export interface SchemaMigrationsTable {
   applied_at: string;
 }
 
-/** Every table of the PostgreSQL store. */
-export interface PostgresDatabase {
+/** Every table of the store. */
+export interface StoreDatabase {
   workflow_runs: WorkflowRunsTable;
   workflow_tasks: WorkflowTasksTable;
   workflow_results: WorkflowResultsTable;
@@ -132,4 +130,9 @@ export interface PostgresDatabase {
   schedule_firings: ScheduleFiringsTable;
   approvals: ApprovalsTable;
   tools_runtime_schema_migrations: SchemaMigrationsTable;
+}
+
+/** SQLite's tables: a task's lease runs out at `claim_until` (epoch ms) unless its runner renews it. */
+export interface SqliteDatabase extends StoreDatabase {
+  workflow_tasks: WorkflowTasksTable & { claim_until: ColumnType<number | null, number | null | undefined, number | null> };
 }
