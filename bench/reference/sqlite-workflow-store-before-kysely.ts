@@ -13,7 +13,7 @@ import type {
   WorkflowStore,
   WorkflowTaskRecord,
   WorkflowTaskState,
-} from '../../controller/control-plane/store/workflow-store.js';
+} from '../../controller/control-plane/domain/workflows/workflow-store.js';
 import { INTERRUPTED_BY_GONE_RUNNER, taskFailedError } from '../../controller/control-plane/store/sql-workflow-store.js';
 
 interface SqliteStoreContext {

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { openSqliteStore, STORE_FILE_NAME } from '../../controller/control-plane/store/sqlite/open-sqlite-store.js';
-import type { WorkflowDefinition, WorkflowStore } from '../../controller/control-plane/store/workflow-store.js';
+import type { WorkflowDefinition, WorkflowStore } from '../../controller/control-plane/domain/workflows/workflow-store.js';
 import { quantile, type BenchRow } from '../bench-row.js';
 import { createSqliteWorkflowStore as createStoreBeforeKysely } from '../reference/sqlite-workflow-store-before-kysely.js';
 

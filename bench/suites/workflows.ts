@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openSqliteStore } from '../../controller/control-plane/store/sqlite/open-sqlite-store.js';
-import type { WorkflowDefinition } from '../../controller/control-plane/store/workflow-store.js';
+import type { WorkflowDefinition } from '../../controller/control-plane/domain/workflows/workflow-store.js';
 import { sidecarTaskTurns } from '../../controller/control-plane/domain/workflows/sidecar-task-turns.js';
 import { WorkflowRunner } from '../../controller/control-plane/domain/workflows/workflow-runner.js';
 import { EMBEDDED_MODEL_NAME, startEmbeddedModel } from '../../controller/model/embedded-model.js';

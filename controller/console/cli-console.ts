@@ -1,5 +1,5 @@
 import { answerControlRequest } from '../control-plane/grpc/answer-control-request.js';
-import type { ControlPlaneStore } from '../control-plane/store/control-plane-store.js';
+import type { ControlPlaneStore } from '../control-plane/domain/control-plane-store.js';
 import { openControlPlaneStore } from '../control-plane/store/open-control-plane-store.js';
 import type { TurnEvent } from '../loop/turn-events.js';
 import type { ApproveCallback } from '../sidecar-client/sidecar-types.js';

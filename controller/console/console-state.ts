@@ -1,5 +1,5 @@
 import { errorMessage } from '../../src/index.js';
-import type { ControlPlaneStore } from '../control-plane/store/control-plane-store.js';
+import type { ControlPlaneStore } from '../control-plane/domain/control-plane-store.js';
 import type { ConsoleApprovals } from './console-approvals.js';
 import { checkSidecarHealth, type SidecarHealth } from './sidecar-health.js';
 import type { FeedTurn, TurnFeed } from './turn-feed.js';

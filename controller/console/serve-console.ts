@@ -1,6 +1,6 @@
 import type { Logger } from '../../src/index.js';
 import type { ControlReply, ControlRequest } from '../../src/gen/toolruntime/v1/control_plane.js';
-import type { ControlPlaneStore } from '../control-plane/store/control-plane-store.js';
+import type { ControlPlaneStore } from '../control-plane/domain/control-plane-store.js';
 import type { ConsoleAgent } from './console-state.js';
 import { controlTokenPath, removeTokenFile, writeTokenFile } from '../control-plane/grpc/control-token.js';
 import { consoleLinkWithToken, readConsoleToken, type ConsoleFlags } from './console-flags.js';

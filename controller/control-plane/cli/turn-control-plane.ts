@@ -4,9 +4,9 @@ import type { ResponsesModel } from '../../model/responses-model.js';
 import type { SidecarClient } from '../../sidecar-client/create-sidecar-client.js';
 import type { ClientRequestHandler } from '../../sidecar-client/sidecar-types.js';
 import { answerControlRequest, type WorkflowRunnerHook } from '../grpc/answer-control-request.js';
-import type { ControlPlaneStore } from '../store/control-plane-store.js';
+import type { ControlPlaneStore } from '../domain/control-plane-store.js';
 import { openControlPlaneStore } from '../store/open-control-plane-store.js';
-import type { WorkflowRunRecord } from '../store/workflow-store.js';
+import type { WorkflowRunRecord } from '../domain/workflows/workflow-store.js';
 import { sidecarTaskTurns } from '../domain/workflows/sidecar-task-turns.js';
 import { WorkflowRunner, type WorkflowRunnerEvent } from '../domain/workflows/workflow-runner.js';
 

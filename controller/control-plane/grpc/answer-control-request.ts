@@ -1,7 +1,7 @@
 import { errorMessage } from '../../../src/index.js';
 import type { ControlReply, ControlRequest } from '../../../src/gen/toolruntime/v1/control_plane.js';
 import { ControlPlaneError, isControlPlaneError } from '../domain/control-plane-error.js';
-import type { ControlPlaneStore } from '../store/control-plane-store.js';
+import type { ControlPlaneStore } from '../domain/control-plane-store.js';
 import { workflowControlHandlers } from './workflow-control-handlers.js';
 import { scheduleJobControlHandlers } from './schedule-job-control-handlers.js';
 import { defaultWorkflowLimits, type WorkflowLimits } from '../domain/workflows/validate-workflow-definition.js';

@@ -1,6 +1,6 @@
 import { ControlPlaneError } from '../domain/control-plane-error.js';
 import type { ApprovalOperations } from './control-plane-server.js';
-import type { ApprovalStore } from '../store/approval-store.js';
+import type { ApprovalStore } from '../domain/approvals/approval-store.js';
 import { toProtoApproval } from './to-proto-approval.js';
 
 /**

@@ -3,7 +3,7 @@
 // dispatcher made a circle.
 import type { ControlReply, ControlRequest } from '../../../src/gen/toolruntime/v1/control_plane.js';
 import type { ScheduleJobHooks } from './schedule-job-hooks.js';
-import type { ControlPlaneStore } from '../store/control-plane-store.js';
+import type { ControlPlaneStore } from '../domain/control-plane-store.js';
 import type { WorkflowLimits } from '../domain/workflows/validate-workflow-definition.js';
 import type { WorkflowRunnerHook } from '../domain/workflows/workflow-runner.js';
 

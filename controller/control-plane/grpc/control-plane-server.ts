@@ -13,7 +13,7 @@ import {
 } from '../../../src/gen/toolruntime/v1/control_plane.js';
 import { isControlPlaneError } from '../domain/control-plane-error.js';
 import { createTokenInterceptor } from '../../../src/grpc-server/auth-interceptor.js';
-import type { StoreHealth } from '../store/control-plane-store.js';
+import type { StoreHealth } from '../domain/control-plane-store.js';
 import { createSidecarHealth } from '../../../src/grpc-server/health-service.js';
 import { addLazyReflection } from '../../../src/grpc-server/lazy-reflection.js';
 import { bindFailureMessage } from '../../../src/cli-usage.js';

@@ -4,8 +4,8 @@ import type { ControlContext, ControlHandlers } from './control-handler.js';
 import type { ScheduleJobHooks, ScheduleJobLimits } from './schedule-job-hooks.js';
 import { ControlPlaneError } from '../domain/control-plane-error.js';
 import { nextFireAfter, parseScheduleTiming, type ScheduleTiming } from '../domain/schedules/schedule-timing.js';
-import type { JobRecord, JobStatus } from '../store/job-store.js';
-import type { ScheduleRecord } from '../store/schedule-store.js';
+import type { JobRecord, JobStatus } from '../domain/jobs/job-store.js';
+import type { ScheduleRecord } from '../domain/schedules/schedule-store.js';
 
 export type { ScheduleJobHooks, ScheduleJobLimits } from './schedule-job-hooks.js';
 

@@ -1,7 +1,7 @@
 // A stored approval as ControlPlaneService's Approval message: the proto side of the approvals,
 // apart from the stored approver (domain/) so that the domain names no generated type.
 import { ApprovalState, type Approval } from '../../../src/gen/toolruntime/v1/control_plane.js';
-import type { ApprovalRecord, ApprovalStatus } from '../store/approval-store.js';
+import type { ApprovalRecord, ApprovalStatus } from '../domain/approvals/approval-store.js';
 
 const states: Record<ApprovalStatus, ApprovalState> = {
   pending: ApprovalState.APPROVAL_STATE_PENDING,

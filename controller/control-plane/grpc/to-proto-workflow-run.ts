@@ -1,5 +1,5 @@
 import { WorkflowRunState, WorkflowTaskState, type WorkflowRun } from '../../../src/gen/toolruntime/v1/control_plane.js';
-import type { WorkflowRunRecord, WorkflowRunState as RunState, WorkflowTaskState as TaskState } from '../store/workflow-store.js';
+import type { WorkflowRunRecord, WorkflowRunState as RunState, WorkflowTaskState as TaskState } from '../domain/workflows/workflow-store.js';
 
 /**
  * The bytes of text (results, prompts, schemas) one WorkflowRun carries at most, so a reply stays

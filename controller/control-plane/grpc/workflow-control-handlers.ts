@@ -1,6 +1,6 @@
 import type { ControlHandlers } from './control-handler.js';
 import { ControlPlaneError } from '../domain/control-plane-error.js';
-import type { WorkflowRunRecord } from '../store/workflow-store.js';
+import type { WorkflowRunRecord } from '../domain/workflows/workflow-store.js';
 import { toProtoWorkflowRun } from './to-proto-workflow-run.js';
 import { validateWorkflowDefinition } from '../domain/workflows/validate-workflow-definition.js';
 import { fromProtoDefinition } from './from-proto-workflow-definition.js';

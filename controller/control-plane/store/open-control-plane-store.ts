@@ -1,5 +1,5 @@
 import type { Logger } from '../../../src/index.js';
-import type { ControlPlaneStore } from './control-plane-store.js';
+import type { ControlPlaneStore } from '../domain/control-plane-store.js';
 import { isPostgresUrl, openPostgresStore } from './postgres/open-postgres-store.js';
 import { openSqliteStore } from './sqlite/open-sqlite-store.js';
 

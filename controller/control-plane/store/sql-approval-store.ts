@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
 import { ControlPlaneError } from '../domain/control-plane-error.js';
-import type { ApprovalRecord, ApprovalStore } from './approval-store.js';
+import type { ApprovalRecord, ApprovalStore } from '../domain/approvals/approval-store.js';
 import { changes, first, forUpdate, rows, type StoreContext } from './store-context.js';
 import type { ApprovalsTable } from './store-schema.js';
 

@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
 import { ControlPlaneError } from '../domain/control-plane-error.js';
-import type { JobRecord, JobStore, NewJob } from './job-store.js';
+import type { JobRecord, JobStore, NewJob } from '../domain/jobs/job-store.js';
 import { changes, first, lockKey, rows, type Script, type StoreContext } from './store-context.js';
 import type { JobsTable } from './store-schema.js';
 

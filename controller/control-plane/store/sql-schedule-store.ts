@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
 import { ControlPlaneError } from '../domain/control-plane-error.js';
-import type { ScheduleRecord, ScheduleStore } from './schedule-store.js';
+import type { ScheduleRecord, ScheduleStore } from '../domain/schedules/schedule-store.js';
 import { activeJobs, insertJobRow, type JobClaims } from './sql-job-store.js';
 import { changes, first, forUpdate, lockKey, rows, type StoreContext } from './store-context.js';
 import type { SchedulesTable } from './store-schema.js';

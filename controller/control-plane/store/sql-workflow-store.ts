@@ -2,7 +2,7 @@ import { sql, type CompiledQuery, type Selectable } from 'kysely';
 import { ControlPlaneError } from '../domain/control-plane-error.js';
 import { changes, first, forUpdate, insertionOrder, lockKey, prepare, rows, type Script, type StoreContext } from './store-context.js';
 import type { WorkflowRunsTable } from './store-schema.js';
-import type { AttemptSettled, WorkflowAttemptRecord, WorkflowRunRecord, WorkflowRunState, WorkflowStore, WorkflowTaskRecord, WorkflowTaskState } from './workflow-store.js';
+import type { AttemptSettled, WorkflowAttemptRecord, WorkflowRunRecord, WorkflowRunState, WorkflowStore, WorkflowTaskRecord, WorkflowTaskState } from '../domain/workflows/workflow-store.js';
 
 /** The error a run records when one of its tasks used up its attempts. */
 export function taskFailedError(taskId: string, failedAttempts: number, reason: string): string {

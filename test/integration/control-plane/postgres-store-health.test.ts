@@ -7,7 +7,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createControlPlaneServer } from '../../../controller/control-plane/grpc/control-plane-server.js';
-import type { ControlPlaneStore } from '../../../controller/control-plane/store/control-plane-store.js';
+import type { ControlPlaneStore } from '../../../controller/control-plane/domain/control-plane-store.js';
 import { openPostgresStore } from '../../../controller/control-plane/store/postgres/open-postgres-store.js';
 import type { OpenTaskTurn } from '../../../controller/control-plane/domain/workflows/sidecar-task-turns.js';
 import { WorkflowRunner } from '../../../controller/control-plane/domain/workflows/workflow-runner.js';

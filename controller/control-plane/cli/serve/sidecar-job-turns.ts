@@ -10,7 +10,7 @@ import type { ApprovalPolicyInput, ClientRequestHandler } from '../../../sidecar
 import { createStoredApprover } from '../../domain/approvals/stored-approver.js';
 import { answerControlRequest, type ControlHooks } from '../../grpc/answer-control-request.js';
 import type { RunJobTurn } from '../../domain/jobs/job-runner.js';
-import type { ControlPlaneStore } from '../../store/control-plane-store.js';
+import type { ControlPlaneStore } from '../../domain/control-plane-store.js';
 
 /** Options of `sidecarJobTurns`. */
 export interface SidecarJobTurnsOptions {

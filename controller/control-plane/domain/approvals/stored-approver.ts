@@ -1,6 +1,6 @@
 import { errorMessage, type Logger } from '../../../../src/index.js';
 import type { ApproveCallback } from '../../../sidecar-client/sidecar-types.js';
-import type { ApprovalRecord, ApprovalStore } from '../../store/approval-store.js';
+import type { ApprovalRecord, ApprovalStore } from './approval-store.js';
 
 /** Options of `createStoredApprover`. */
 export interface StoredApproverOptions {

@@ -1,5 +1,5 @@
 import { errorMessage, silentLogger, type Logger } from '../../../../src/index.js';
-import type { JobRecord, JobStore } from '../../store/job-store.js';
+import type { JobRecord, JobStore } from './job-store.js';
 import { deadLocalOwners, newRunnerOwner } from '../workflows/runner-owner.js';
 
 /** How a job's turn ended, as the runner records it. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { errorMessage, silentLogger, type Logger } from '../../../../src/index.js';
-import type { JobRecord } from '../../store/job-store.js';
-import type { ScheduleRecord, ScheduleStore } from '../../store/schedule-store.js';
+import type { JobRecord } from '../jobs/job-store.js';
+import type { ScheduleRecord, ScheduleStore } from './schedule-store.js';
 import { catchUp, type ScheduleTiming } from './schedule-timing.js';
 
 /** One claimed firing, handed to `onFired`. */

@@ -1,4 +1,4 @@
-import type { WorkflowTaskRecord } from '../../store/workflow-store.js';
+import type { WorkflowTaskRecord } from './workflow-store.js';
 
 /**
  * A task turn's prompt: the task's own prompt, followed by the committed results of the tasks it

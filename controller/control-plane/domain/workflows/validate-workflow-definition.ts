@@ -6,7 +6,7 @@
 import { isJSONObject, type JSONObject } from '../../../../src/index.js';
 import { compileJsonSchema } from '../../../../src/arguments/json-schema-validator.js';
 import { ControlPlaneError } from '../control-plane-error.js';
-import type { WorkflowDefinition, WorkflowTaskDefinition } from '../../store/workflow-store.js';
+import type { WorkflowDefinition, WorkflowTaskDefinition } from './workflow-store.js';
 
 /** The bounds a definition must keep. */
 export interface WorkflowLimits {

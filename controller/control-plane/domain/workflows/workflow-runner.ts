@@ -6,8 +6,8 @@ import { runTaskTurn, type TaskTurnOutcome } from '../../../loop/run-task-turn.j
 import type { RunTurnOptions } from '../../../loop/run-turn.js';
 import type { TurnEvent } from '../../../loop/turn-events.js';
 import type { ResponsesModel } from '../../../model/responses-model.js';
-import type { ControlPlaneStore } from '../../store/control-plane-store.js';
-import type { TaskClaim, TaskClaimScope, WorkflowRunRecord, WorkflowStore, WorkflowTaskRecord } from '../../store/workflow-store.js';
+import type { ControlPlaneStore } from '../control-plane-store.js';
+import type { TaskClaim, TaskClaimScope, WorkflowRunRecord, WorkflowStore, WorkflowTaskRecord } from './workflow-store.js';
 import { buildTaskPrompt } from './build-task-prompt.js';
 import { checkSubmittedResult } from './check-submitted-result.js';
 import { deadLocalOwners, newRunnerOwner } from './runner-owner.js';

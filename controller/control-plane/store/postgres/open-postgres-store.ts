@@ -2,7 +2,7 @@ import { Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import { errorMessage, silentLogger, type Logger } from '../../../../src/index.js';
 import { ControlPlaneError } from '../../domain/control-plane-error.js';
-import type { ControlPlaneStore } from '../control-plane-store.js';
+import type { ControlPlaneStore } from '../../domain/control-plane-store.js';
 import { createSqlApprovalStore } from '../sql-approval-store.js';
 import { createSqlJobStore } from '../sql-job-store.js';
 import { createSqlScheduleStore } from '../sql-schedule-store.js';

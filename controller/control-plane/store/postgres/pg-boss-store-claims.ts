@@ -2,7 +2,7 @@ import { changes, effect, first, rows, type Script, type StoreContext } from '..
 import type { JobClaims, JobRow } from '../sql-job-store.js';
 import { lockAgentJobs } from '../sql-job-store.js';
 import { INTERRUPTED_BY_GONE_RUNNER, type RunRow, type TaskClaims, type WorkflowSteps } from '../sql-workflow-store.js';
-import type { TaskClaim, TaskClaimScope } from '../workflow-store.js';
+import type { TaskClaim, TaskClaimScope } from '../../domain/workflows/workflow-store.js';
 import { JOB_TURN_QUEUE, TASK_ATTEMPT_QUEUE, type JobTurnClaim, type PgBossClaims, type QueuedJob } from './pg-boss-claims.js';
 
 /** How many pg-boss jobs one claim looks at before it gives up for now. */

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import { errorMessage, type Logger } from '../../../../src/index.js';
-import type { StoreHealth } from '../control-plane-store.js';
+import type { StoreHealth } from '../../domain/control-plane-store.js';
 import type { StoreDatabase } from '../store-schema.js';
 
 /** Options of `PostgresHealth`. */

@@ -5,7 +5,7 @@ import { DummyDriver, Kysely, SqliteAdapter, SqliteIntrospector, SqliteQueryComp
 import { errorMessage } from '../../../../src/index.js';
 import { loadOnFirstUse } from '../../../../src/load-on-first-use.js';
 import { ControlPlaneError } from '../../domain/control-plane-error.js';
-import type { ControlPlaneStore } from '../control-plane-store.js';
+import type { ControlPlaneStore } from '../../domain/control-plane-store.js';
 import { createSqlApprovalStore } from '../sql-approval-store.js';
 import { createSqlJobStore } from '../sql-job-store.js';
 import { createSqlScheduleStore } from '../sql-schedule-store.js';

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createApprovalOperations } from '../../../../controller/control-plane/grpc/approval-operations.js';
 import { createStoredApprover } from '../../../../controller/control-plane/domain/approvals/stored-approver.js';
 import { isControlPlaneError } from '../../../../controller/control-plane/domain/control-plane-error.js';
-import type { ControlPlaneStore } from '../../../../controller/control-plane/store/control-plane-store.js';
+import type { ControlPlaneStore } from '../../../../controller/control-plane/domain/control-plane-store.js';
 import { openSqliteStore } from '../../../../controller/control-plane/store/sqlite/open-sqlite-store.js';
 import type { ApprovalRequestEvent } from '../../../../controller/sidecar-client/sidecar-types.js';
 import { ApprovalState } from '../../../../src/gen/toolruntime/v1/control_plane.js';

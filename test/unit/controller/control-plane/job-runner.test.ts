@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { JobRunner, type JobTurnOutcome } from '../../../../controller/control-plane/domain/jobs/job-runner.js';
 import type { ControlHooks } from '../../../../controller/control-plane/grpc/answer-control-request.js';
-import type { JobRecord } from '../../../../controller/control-plane/store/job-store.js';
+import type { JobRecord } from '../../../../controller/control-plane/domain/jobs/job-store.js';
 import { askControlPlane as ask, tempStore } from '../../../fixtures/ask-control-plane.js';
 
 /** A scripted job turn: records the jobs it ran, ends when the test says so or when aborted. */

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { answerControlRequest } from '../../../../../controller/control-plane/grpc/answer-control-request.js';
-import type { ControlPlaneStore } from '../../../../../controller/control-plane/store/control-plane-store.js';
+import type { ControlPlaneStore } from '../../../../../controller/control-plane/domain/control-plane-store.js';
 import { openSqliteStore } from '../../../../../controller/control-plane/store/sqlite/open-sqlite-store.js';
 import { WorkflowRunState, type ControlReply, type WorkflowDefinition } from '../../../../../src/gen/toolruntime/v1/control_plane.js';
 

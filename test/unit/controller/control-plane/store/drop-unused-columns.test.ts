@@ -7,12 +7,12 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ControlPlaneStore } from '../../../../../controller/control-plane/store/control-plane-store.js';
+import type { ControlPlaneStore } from '../../../../../controller/control-plane/domain/control-plane-store.js';
 import { openPostgresStore } from '../../../../../controller/control-plane/store/postgres/open-postgres-store.js';
 import { postgresMigrations } from '../../../../../controller/control-plane/store/postgres/postgres-migrations.js';
 import { migrations } from '../../../../../controller/control-plane/store/sqlite/migrations.js';
 import { openSqliteStore, STORE_FILE_NAME } from '../../../../../controller/control-plane/store/sqlite/open-sqlite-store.js';
-import type { WorkflowDefinition } from '../../../../../controller/control-plane/store/workflow-store.js';
+import type { WorkflowDefinition } from '../../../../../controller/control-plane/domain/workflows/workflow-store.js';
 import { requirePostgres, startPostgresCluster, type PostgresCluster } from '../../../../fixtures/postgres-cluster.js';
 
 const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] };

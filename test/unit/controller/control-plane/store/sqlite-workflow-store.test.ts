@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ControlPlaneStore } from '../../../../../controller/control-plane/store/control-plane-store.js';
+import type { ControlPlaneStore } from '../../../../../controller/control-plane/domain/control-plane-store.js';
 import { openSqliteStore, STORE_FILE_NAME } from '../../../../../controller/control-plane/store/sqlite/open-sqlite-store.js';
 import { migrations } from '../../../../../controller/control-plane/store/sqlite/migrations.js';
-import type { WorkflowDefinition } from '../../../../../controller/control-plane/store/workflow-store.js';
+import type { WorkflowDefinition } from '../../../../../controller/control-plane/domain/workflows/workflow-store.js';
 
 const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] };
 const definition: WorkflowDefinition = {

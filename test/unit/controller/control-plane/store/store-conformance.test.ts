@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { isControlPlaneError } from '../../../../../controller/control-plane/domain/control-plane-error.js';
 import { Scheduler, type Firing } from '../../../../../controller/control-plane/domain/schedules/scheduler.js';
-import type { ControlPlaneStore } from '../../../../../controller/control-plane/store/control-plane-store.js';
+import type { ControlPlaneStore } from '../../../../../controller/control-plane/domain/control-plane-store.js';
 import { askControlPlane as ask } from '../../../../fixtures/ask-control-plane.js';
 import { eventually, postgresBackend, sqliteBackend, useStoreSuite } from '../../../../fixtures/store-backends.js';
 

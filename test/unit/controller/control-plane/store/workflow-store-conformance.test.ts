@@ -1,8 +1,8 @@
 import pg from 'pg';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { isControlPlaneError } from '../../../../../controller/control-plane/domain/control-plane-error.js';
-import type { ControlPlaneStore } from '../../../../../controller/control-plane/store/control-plane-store.js';
-import type { TaskClaim, WorkflowDefinition } from '../../../../../controller/control-plane/store/workflow-store.js';
+import type { ControlPlaneStore } from '../../../../../controller/control-plane/domain/control-plane-store.js';
+import type { TaskClaim, WorkflowDefinition } from '../../../../../controller/control-plane/domain/workflows/workflow-store.js';
 import { eventually, postgresBackend, sqliteBackend, useStoreSuite } from '../../../../fixtures/store-backends.js';
 
 const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] };

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { ControlPlaneStore } from '../../../../../../controller/control-plane/store/control-plane-store.js';
+import type { ControlPlaneStore } from '../../../../../../controller/control-plane/domain/control-plane-store.js';
 import { eventually, postgresBackend, useStoreSuite } from '../../../../../fixtures/store-backends.js';
 
 const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] };

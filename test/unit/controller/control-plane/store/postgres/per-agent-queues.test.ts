@@ -1,7 +1,7 @@
 import pg from 'pg';
 import PgBoss from 'pg-boss';
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { ControlPlaneStore } from '../../../../../../controller/control-plane/store/control-plane-store.js';
+import type { ControlPlaneStore } from '../../../../../../controller/control-plane/domain/control-plane-store.js';
 import { postgresBackend, useStoreSuite } from '../../../../../fixtures/store-backends.js';
 
 const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] };

@@ -1,7 +1,7 @@
-import type { ApprovalStore } from './approval-store.js';
-import type { JobStore } from './job-store.js';
-import type { ScheduleStore } from './schedule-store.js';
-import type { WorkflowStore } from './workflow-store.js';
+import type { ApprovalStore } from './approvals/approval-store.js';
+import type { JobStore } from './jobs/job-store.js';
+import type { ScheduleStore } from './schedules/schedule-store.js';
+import type { WorkflowStore } from './workflows/workflow-store.js';
 
 /** Whether the store's database answers: `reason` says why not. */
 export interface StoreHealth {

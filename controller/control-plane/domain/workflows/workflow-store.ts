@@ -3,7 +3,7 @@
  * control handlers need. Every method is async and speaks only these types, so a PostgreSQL
  * implementation can follow with no caller change.
  */
-import type { JSONObject } from '../../../src/index.js';
+import type { JSONObject } from '../../../../src/index.js';
 
 export type WorkflowRunState = 'running' | 'succeeded' | 'failed' | 'cancelled';
 export type WorkflowTaskState = 'pending' | 'running' | 'committed' | 'failed' | 'skipped' | 'cancelled';

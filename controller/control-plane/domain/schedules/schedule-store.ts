@@ -1,4 +1,4 @@
-import type { JobRecord } from './job-store.js';
+import type { JobRecord } from '../jobs/job-store.js';
 
 /** A schedule as the store keeps it. Times are epoch milliseconds. */
 export interface ScheduleRecord {
