@@ -111,6 +111,32 @@ module.exports = {
       to: { path: ['^controller/', TRANSPORT], pathNot: '^controller/control-plane/(store|domain)/' },
     },
     {
+      name: 'control-plane-domain-owns-its-store-port',
+      comment:
+        'The domain defines what it keeps and asks of a store (its records and the ControlPlaneStore interface live in domain/); ' +
+        'store/ implements that for both databases. The domain never imports store/: the CLI opens a store and hands it to the runners.',
+      severity: 'error',
+      from: { path: '^controller/control-plane/domain/' },
+      to: { path: '^controller/control-plane/store/' },
+    },
+    {
+      name: 'store-written-once',
+      comment:
+        'The store\'s logic is written once (controller/control-plane/store/*.ts) against Kysely: it names no database driver and neither dialect\'s folder. ' +
+        'What differs per database (the runner, the claims, the migrations) lives in store/sqlite/ or store/postgres/, and those two never import each other.',
+      severity: 'error',
+      from: { path: '^controller/control-plane/store/([^/]+\\.ts)$', pathNot: '^controller/control-plane/store/open-control-plane-store\\.ts$' },
+      to: { path: ['^controller/control-plane/store/(sqlite|postgres)/', '^node_modules/(better-sqlite3|pg|pg-boss)/'] },
+    },
+    {
+      name: 'store-dialects-apart',
+      comment:
+        'store/sqlite/ and store/postgres/ are the two databases\' own parts of the one store: neither imports the other, so what they share is in store/ itself, written once.',
+      severity: 'error',
+      from: { path: '^controller/control-plane/store/(sqlite|postgres)/' },
+      to: { path: '^controller/control-plane/store/(sqlite|postgres)/', pathNot: '^controller/control-plane/store/$1/' },
+    },
+    {
       name: 'cli-only-from-entries',
       comment:
         'The CLI folders (controller/cli/, controller/control-plane/cli/) parse flags, print to a terminal and wire a process: ' +
