@@ -11,8 +11,9 @@ export interface StoreHealth {
 
 /**
  * The control plane's durable state, composed of one part per domain. Every method is async and
- * speaks domain types only (no SQL, no driver types), so the embedded SQLite store and a later
- * PostgreSQL one are interchangeable. Every state change is one transaction.
+ * speaks domain types only (no SQL, no driver types): the domain defines what it keeps and asks,
+ * and store/ implements it once for the embedded SQLite file and for PostgreSQL, which callers
+ * cannot tell apart. Every state change is one transaction.
  */
 export interface ControlPlaneStore {
   readonly workflows: WorkflowStore;

@@ -1,7 +1,7 @@
 /**
  * The workflow part of the control-plane store: domain types and the operations the runner and the
- * control handlers need. Every method is async and speaks only these types, so a PostgreSQL
- * implementation can follow with no caller change.
+ * control handlers need. Every method is async and speaks only these types; store/ implements them
+ * once for SQLite and PostgreSQL.
  */
 import type { JSONObject } from '../../../../src/index.js';
 
