@@ -98,6 +98,8 @@ export class PgBossClaims {
   readonly #url: string;
   /** Queues known to exist (queues are never deleted), or being created by this process. */
   readonly #queues = new Map<string, Promise<void>>();
+  /** This process's queue creations, one batch after another (see `#ensureQueues`). */
+  #creations: Promise<void> = Promise.resolve();
   /** The old shared queues that exist on this database (created by an earlier version), still to be drained. */
   readonly #legacy = new Set<string>();
   /** Where the next fetch over several queues starts, so one busy agent does not starve the others. */
@@ -146,25 +148,29 @@ export class PgBossClaims {
    * Creates the queues that do not exist yet. The advisory lock is the fix for controllers started
    * together (a retry alone would redo the DDL under contention each time); the bounded retry on a
    * deadlock covers creations by processes that do not take the lock (an older controller during a
-   * rolling upgrade) and pg-boss's own maintenance.
+   * rolling upgrade) and pg-boss's own maintenance. The names missing at one call are created as one
+   * batch, and this process's batches one after another: each batch holds one session for the lock,
+   * where one per queue, all at once, ran a controller serving 120 agents out of PostgreSQL's
+   * connections ("sorry, too many clients already").
    */
   async #ensureQueues(names: readonly string[]): Promise<void> {
-    await Promise.all(
-      names.map((name) => {
-        let known = this.#queues.get(name);
-        if (!known) {
-          known = this.#createQueue(name);
-          this.#queues.set(name, known);
-          // A failed creation is tried again by the next caller.
-          known.catch(() => this.#queues.delete(name));
-        }
-        return known;
-      }),
-    );
+    const missing = [...new Set(names)].filter((name) => !this.#queues.has(name));
+    if (missing.length > 0) {
+      const batch = this.#creations.then(() => this.#createQueues(missing));
+      this.#creations = batch.catch(() => undefined);
+      for (const name of missing) this.#queues.set(name, batch);
+      // A failed creation is tried again by the next caller.
+      batch.catch(() => {
+        for (const name of missing) if (this.#queues.get(name) === batch) this.#queues.delete(name);
+      });
+    }
+    await Promise.all(names.map((name) => this.#queues.get(name)));
   }
 
-  async #createQueue(name: string): Promise<void> {
-    if (await this.#boss.getQueue(name)) return;
+  async #createQueues(names: readonly string[]): Promise<void> {
+    const existing = new Set((await this.#boss.getQueues()).map((queue) => queue.name));
+    const absent = names.filter((name) => !existing.has(name));
+    if (absent.length === 0) return;
     // The lock lives on a session of its own: pg-boss runs createQueue on its pool, and the session
     // ending (also when this process dies) releases it.
     const lock = new pg.Client({ connectionString: this.#url, connectionTimeoutMillis: 15_000 });
@@ -173,13 +179,17 @@ export class PgBossClaims {
     try {
       await lock.query(`SET lock_timeout = '${QUEUE_LOCK_TIMEOUT}'`);
       await lock.query('SELECT pg_advisory_lock($1)', [QUEUE_CREATION_LOCK]);
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await this.#boss.createQueue(name, { name, policy: 'short', retryLimit: 1_000_000, retryDelay: 1, expireInSeconds: this.#expireInSeconds });
-          return;
-        } catch (error) {
-          if ((error as { code?: unknown }).code !== '40P01' || attempt >= DEADLOCK_TRIES) throw error;
-          await new Promise((resolve) => setTimeout(resolve, 50 * attempt + Math.random() * 50));
+      for (const name of absent) {
+        // Another controller may have created it while this one waited for the lock.
+        if (await this.#boss.getQueue(name)) continue;
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await this.#boss.createQueue(name, { name, policy: 'short', retryLimit: 1_000_000, retryDelay: 1, expireInSeconds: this.#expireInSeconds });
+            break;
+          } catch (error) {
+            if ((error as { code?: unknown }).code !== '40P01' || attempt >= DEADLOCK_TRIES) throw error;
+            await new Promise((resolve) => setTimeout(resolve, 50 * attempt + Math.random() * 50));
+          }
         }
       }
     } finally {
