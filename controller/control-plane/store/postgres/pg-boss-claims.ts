@@ -100,6 +100,11 @@ export class PgBossClaims {
   readonly #queues = new Map<string, Promise<void>>();
   /** This process's queue creations, one batch after another (see `#ensureQueues`). */
   #creations: Promise<void> = Promise.resolve();
+  /** The batch that has not started yet, and the names it will create. */
+  #nextBatch: Promise<void> | undefined;
+  readonly #waiting = new Set<string>();
+  /** Queues seen to exist (created here or by another controller); queues are never deleted. */
+  readonly #existing = new Set<string>();
   /** The old shared queues that exist on this database (created by an earlier version), still to be drained. */
   readonly #legacy = new Set<string>();
   /** Where the next fetch over several queues starts, so one busy agent does not starve the others. */
@@ -154,11 +159,25 @@ export class PgBossClaims {
    * connections ("sorry, too many clients already").
    */
   async #ensureQueues(names: readonly string[]): Promise<void> {
-    const missing = [...new Set(names)].filter((name) => !this.#queues.has(name));
+    const missing = names.filter((name) => !this.#queues.has(name));
     if (missing.length > 0) {
-      const batch = this.#creations.then(() => this.#createQueues(missing));
-      this.#creations = batch.catch(() => undefined);
-      for (const name of missing) this.#queues.set(name, batch);
+      // Names asked for while a batch waits for its turn join it: a burst of calls (each agent's
+      // first job) makes one batch, not one each.
+      if (!this.#nextBatch) {
+        const batch = this.#creations.then(() => {
+          const batchNames = [...this.#waiting];
+          this.#waiting.clear();
+          this.#nextBatch = undefined;
+          return this.#createQueues(batchNames);
+        });
+        this.#nextBatch = batch;
+        this.#creations = batch.catch(() => undefined);
+      }
+      const batch = this.#nextBatch;
+      for (const name of missing) {
+        this.#waiting.add(name);
+        this.#queues.set(name, batch);
+      }
       // A failed creation is tried again by the next caller.
       batch.catch(() => {
         for (const name of missing) if (this.#queues.get(name) === batch) this.#queues.delete(name);
@@ -168,8 +187,9 @@ export class PgBossClaims {
   }
 
   async #createQueues(names: readonly string[]): Promise<void> {
-    const existing = new Set((await this.#boss.getQueues()).map((queue) => queue.name));
-    const absent = names.filter((name) => !existing.has(name));
+    const { rows } = await this.#boss.getDb().executeSql('SELECT name FROM pgboss.queue WHERE name = ANY($1)', [names]);
+    for (const row of rows as Array<{ name: string }>) this.#existing.add(row.name);
+    const absent = names.filter((name) => !this.#existing.has(name));
     if (absent.length === 0) return;
     // The lock lives on a session of its own: pg-boss runs createQueue on its pool, and the session
     // ending (also when this process dies) releases it.
@@ -181,10 +201,14 @@ export class PgBossClaims {
       await lock.query('SELECT pg_advisory_lock($1)', [QUEUE_CREATION_LOCK]);
       for (const name of absent) {
         // Another controller may have created it while this one waited for the lock.
-        if (await this.#boss.getQueue(name)) continue;
+        if (await this.#boss.getQueue(name)) {
+          this.#existing.add(name);
+          continue;
+        }
         for (let attempt = 1; ; attempt++) {
           try {
             await this.#boss.createQueue(name, { name, policy: 'short', retryLimit: 1_000_000, retryDelay: 1, expireInSeconds: this.#expireInSeconds });
+            this.#existing.add(name);
             break;
           } catch (error) {
             if ((error as { code?: unknown }).code !== '40P01' || attempt >= DEADLOCK_TRIES) throw error;
@@ -294,7 +318,8 @@ export class PgBossClaims {
   }
 
   /** Fetches from the queues in turn, starting one further each call; the first job found. */
-  async #fetchFirst<T>(queues: readonly string[]): Promise<(QueuedJob & { data: T }) | undefined> {
+  async #fetchFirst<T>(names: readonly string[]): Promise<(QueuedJob & { data: T }) | undefined> {
+    const queues = await this.#existingOf(names);
     const start = this.#turn++;
     for (let i = 0; i < queues.length; i++) {
       const queue = queues[(start + i) % queues.length]!;
@@ -302,6 +327,21 @@ export class PgBossClaims {
       if (job) return { id: job.id, queue, data: job.data };
     }
     return undefined;
+  }
+
+  /**
+   * The queues of `names` that exist. Fetching creates no queue: an agent's queues are made when its
+   * first work is sent (`ensureAgents`), by whichever controller sends it, so a controller serving a
+   * thousand agents does not create two thousand queues (pg-boss makes a table for each) before it
+   * can claim anything. Names not known to exist are looked up in one query per fetch.
+   */
+  async #existingOf(names: readonly string[]): Promise<string[]> {
+    const unknown = names.filter((name) => !this.#existing.has(name));
+    if (unknown.length > 0) {
+      const { rows } = await this.#boss.getDb().executeSql('SELECT name FROM pgboss.queue WHERE name = ANY($1)', [unknown]);
+      for (const row of rows as Array<{ name: string }>) this.#existing.add(row.name);
+    }
+    return names.filter((name) => this.#existing.has(name));
   }
 
   /** Stops pg-boss and closes its pool. */

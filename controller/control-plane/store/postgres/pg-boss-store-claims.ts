@@ -146,7 +146,6 @@ export function pgBossTaskClaims(context: StoreContext, claims: PgBossClaims): (
         const running = db.selectFrom('workflow_runs');
         const agents = input.agentIds ?? (await agentsOf(input.runIds ? running.where('run_id', 'in', [...input.runIds]) : running.where('state', '=', 'running'))).map((row) => row.agent_id);
         if (agents.length === 0) return undefined;
-        await claims.ensureAgents(agents);
         await moveLegacyTasks();
         return fetchLoop(
           () => claims.fetchTask(agents),
@@ -235,7 +234,6 @@ export function pgBossJobClaims(context: StoreContext, claims: PgBossClaims): Jo
       if (agentIds.length === 0) return undefined;
       const agents = new Set(agentIds);
       // Only the queues of this controller's agents: it never fetches a turn it would hand back.
-      await claims.ensureAgents(agents);
       await moveLegacyTurns();
       return fetchLoop<JobTurnClaim, JobRow>(
         () => claims.fetch(agentIds),
