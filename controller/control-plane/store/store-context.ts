@@ -42,11 +42,6 @@ const compiled = <R>(statement: CompiledQuery<R> | Compilable<R>): CompiledQuery
 // Each helper yields the query itself (no inner generator): a claim or a commit takes about ten
 // steps, and a generator per step was a fifth of the store's own time on SQLite.
 
-/** Runs one query in a script: its rows and how many rows it changed. */
-export function* query<R>(statement: CompiledQuery<R> | Compilable<R>): Script<SqlResult<R>> {
-  return (yield compiled(statement)) as SqlResult<R>;
-}
-
 /** The rows of one query. */
 export function* rows<R>(statement: CompiledQuery<R> | Compilable<R>): Script<R[]> {
   return ((yield compiled(statement)) as SqlResult<R>).rows;

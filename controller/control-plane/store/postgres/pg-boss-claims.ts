@@ -187,8 +187,7 @@ export class PgBossClaims {
   }
 
   async #createQueues(names: readonly string[]): Promise<void> {
-    const { rows } = await this.#boss.getDb().executeSql('SELECT name FROM pgboss.queue WHERE name = ANY($1)', [names]);
-    for (const row of rows as Array<{ name: string }>) this.#existing.add(row.name);
+    await this.#lookUp(names);
     const absent = names.filter((name) => !this.#existing.has(name));
     if (absent.length === 0) return;
     // The lock lives on a session of its own: pg-boss runs createQueue on its pool, and the session
@@ -337,11 +336,14 @@ export class PgBossClaims {
    */
   async #existingOf(names: readonly string[]): Promise<string[]> {
     const unknown = names.filter((name) => !this.#existing.has(name));
-    if (unknown.length > 0) {
-      const { rows } = await this.#boss.getDb().executeSql('SELECT name FROM pgboss.queue WHERE name = ANY($1)', [unknown]);
-      for (const row of rows as Array<{ name: string }>) this.#existing.add(row.name);
-    }
+    if (unknown.length > 0) await this.#lookUp(unknown);
     return names.filter((name) => this.#existing.has(name));
+  }
+
+  /** Adds those of `names` that exist in pg-boss's queue table to the queues known to exist (one query). */
+  async #lookUp(names: readonly string[]): Promise<void> {
+    const { rows } = await this.#boss.getDb().executeSql('SELECT name FROM pgboss.queue WHERE name = ANY($1)', [names]);
+    for (const row of rows as Array<{ name: string }>) this.#existing.add(row.name);
   }
 
   /** Stops pg-boss and closes its pool. */

@@ -47,7 +47,12 @@ async function fetchLoop<J extends QueuedJob, T>(fetch: () => Promise<J | undefi
  */
 export function pgBossTaskClaims(context: StoreContext, claims: PgBossClaims): (steps: WorkflowSteps) => TaskClaims {
   const { db } = context;
-  const agentsOf = (select: ReturnType<typeof db.selectFrom<'workflow_runs'>>) => context.read(() => rows(select.select('agent_id').distinct()));
+  /** The agents of these runs, or (none given) of every running run. */
+  const agentsOf = async (runIds?: readonly string[]) => {
+    const runs = db.selectFrom('workflow_runs').select('agent_id').distinct();
+    const found = await context.read(() => rows(runIds ? runs.where('run_id', 'in', [...runIds]) : runs.where('state', '=', 'running')));
+    return found.map((row) => row.agent_id);
+  };
 
   return (steps) => {
     const endClaims = (agentId: string, claimIds: string[]) => effect((trx) => claims.endTasks(trx, agentId, claimIds));
@@ -105,7 +110,7 @@ export function pgBossTaskClaims(context: StoreContext, claims: PgBossClaims): (
         const old = await claims.fetchLegacy<{ runId: string; taskId: string }>(TASK_ATTEMPT_QUEUE);
         if (!old) return;
         try {
-          await claims.ensureAgents(await agentsOf(db.selectFrom('workflow_runs').where('run_id', '=', old.data.runId)).then((found) => found.map((row) => row.agent_id)));
+          await claims.ensureAgents(await agentsOf([old.data.runId]));
           await context.transaction(function* () {
             const run = yield* steps.lockRun(old.data.runId);
             const task = yield* first(db.selectFrom('workflow_tasks').select(['state', 'claim_id']).where('run_id', '=', old.data.runId).where('task_id', '=', old.data.taskId));
@@ -143,8 +148,7 @@ export function pgBossTaskClaims(context: StoreContext, claims: PgBossClaims): (
         const gone = (input.takeOverFrom ?? []).filter((owner) => owner !== input.owner);
         if (gone.length > 0) await takeOver(input, gone);
         // Only the queues of the agents in scope: a runner never fetches work it would hand back.
-        const running = db.selectFrom('workflow_runs');
-        const agents = input.agentIds ?? (await agentsOf(input.runIds ? running.where('run_id', 'in', [...input.runIds]) : running.where('state', '=', 'running'))).map((row) => row.agent_id);
+        const agents = input.agentIds ?? (await agentsOf(input.runIds));
         if (agents.length === 0) return undefined;
         await moveLegacyTasks();
         return fetchLoop(
