@@ -25,7 +25,9 @@ describe('npm start -- --console', () => {
     const env = { ...process.env };
     delete env.OPENAI_API_KEY;
     delete env.OPENAI_BASE_URL;
-    const child = spawn(`${root}node_modules/.bin/tsx`, [`${root}controller/main.ts`, '--console', '127.0.0.1:0', '--approve', 'all', '--data-dir', join(dir, 'data')], {
+    // node with tsx's loader, not the tsx CLI: that CLI relays a signal and SIGKILLs (exit 130) a child
+    // that does not acknowledge it within 30 ms, which a loaded machine's child sometimes does not.
+    const child = spawn(process.execPath, ['--import', 'tsx', `${root}controller/main.ts`, '--console', '127.0.0.1:0', '--approve', 'all', '--data-dir', join(dir, 'data')], {
       cwd: root,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -16,12 +16,15 @@ afterAll(async () => {
   await Promise.all(servers.map((server) => server.close()));
 });
 
-/** Starts `controller/main.ts` with `args` (tsx directly, so a SIGINT reaches it as a terminal's would). */
+/**
+ * Starts `controller/main.ts` with `args` under node with tsx's loader, so a SIGINT reaches it as a
+ * terminal's would (the tsx CLI relays signals and SIGKILLs a child that is slow to acknowledge one).
+ */
 function startController(args: string[], entry = 'controller/main.ts'): { child: ChildProcess; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {
   const env = { ...process.env };
   delete env.OPENAI_API_KEY;
   delete env.OPENAI_BASE_URL;
-  const child = spawn(`${root}node_modules/.bin/tsx`, [`${root}${entry}`, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', `${root}${entry}`, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
