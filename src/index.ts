@@ -27,6 +27,7 @@ export {
 } from './tool/define-worker-tool.js';
 export { zodToJSONSchema } from './schema/zod-to-json-schema.js';
 export { truncateMiddle, type TruncatedText } from './text/truncate-middle.js';
+export { headOf, tailOf } from './text/cut-text.js';
 export {
   convertToStrictJSONSchema,
   toStrictJSONSchema,

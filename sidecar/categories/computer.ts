@@ -3,7 +3,7 @@ import type { CategoryContext } from './category.js';
 import { createFileTools } from './computer/file-tools.js';
 import { reapLeftoverCommands } from './computer/leftover-commands.js';
 import { createRunCommandTool } from './computer/run-command-tool.js';
-import { policyFor, sandboxSettingsOf } from './computer/sandbox/start-process.js';
+import { policyFor, sandboxSettingsOf } from './process-policy.js';
 import { SessionTable } from './computer/sessions/session-table.js';
 import { createSessionTools } from './computer/sessions/session-tools.js';
 
@@ -29,7 +29,7 @@ function sharedSessionTable(): SessionTable {
 export function createComputerTools(context: CategoryContext, options: { killGraceMs?: number; sessions?: SessionTable } = {}): WorkerAgentTool[] {
   reapLeftoverCommands(context.config.stateDir);
   // One policy per turn: the operator's sandbox, tightened by the turn's own request.
-  const policy = policyFor(context.config, context.turn.sandbox);
+  const policy = policyFor(context.config, context.turn.sandbox, context.turn.agentId);
   const [readFile, writeFile, editFile, listFiles] = createFileTools({ config: context.config, policy });
   // A turn that tightened the sandbox gets no way around it.
   const offerUnsandboxed = sandboxSettingsOf(context.config).allowUnsandboxed && context.turn.sandbox === undefined;

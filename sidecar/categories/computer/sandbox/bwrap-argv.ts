@@ -16,6 +16,11 @@ export interface CommandSpec {
    * sidecar's terminal, which is what `--new-session` guards against.
    */
   terminal?: boolean;
+  /**
+   * Size of the sandbox's private `/tmp` and `/dev/shm` (bwrap's `--size`, 0.7 or later): a write
+   * past it fails with ENOSPC. Unset: unsized tmpfs (bounded only by the memory limit, if any).
+   */
+  tmpBytes?: number;
 }
 
 /** What to exec: `file` with `args` (bwrap in front when sandboxed), `env` and `cwd`. */
@@ -92,6 +97,9 @@ export function buildSandboxArgv(options: CommandSpec & { policy: SandboxPolicy;
   if (policy.mode === 'off') return { file: argv[0], args: argv.slice(1), env: options.env, cwd: options.cwd };
   const workspace = realEntry(policy.workspace)?.real ?? policy.workspace;
   const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
+  // Sized: the limits' /tmp bound (ENOSPC past it), and /dev/shm, --dev's own tmpfs, likewise.
+  if (options.tmpBytes !== undefined) args.splice(args.indexOf('--tmpfs'), 0, '--size', String(options.tmpBytes));
+  if (options.tmpBytes !== undefined) args.splice(args.indexOf('--proc'), 0, '--size', String(options.tmpBytes), '--tmpfs', '/dev/shm');
   args.push(policy.mode === 'workspace-write' ? '--bind' : '--ro-bind', workspace, workspace);
   if (policy.mode === 'workspace-write') {
     const hooks = realEntry(path.join(workspace, '.git', 'hooks'));
