@@ -84,7 +84,6 @@ export class SessionTable {
       options.exec.launch.release();
       throw error;
     }
-    const own = this.sessionsOf(options.agentId);
     let session: CommandSession;
     try {
       session = await CommandSession.start({
@@ -102,10 +101,10 @@ export class SessionTable {
       });
     } catch (error) {
       options.exec.launch.release();
-      if (own.size === 0) this.byAgent.delete(options.agentId);
       throw error;
     } finally {
       this.unreserve(options.agentId);
+      this.forgetIfEmpty(options.agentId);
     }
     if (this.closed) {
       // The table closed while it started: killed now, not leaked past close().
@@ -113,7 +112,8 @@ export class SessionTable {
       session.dispose();
       throw new ToolRuntimeError('sidecar_unavailable', 'the sidecar is shutting down; the session was stopped as it started');
     }
-    own.set(session.id, session);
+    // Looked up again: the map may have been dropped and made anew meanwhile.
+    this.sessionsOf(options.agentId).set(session.id, session);
     void session.ended.then(() => (session.lastUsedAt = this.now()));
     this.sweepTimer ??= setInterval(() => this.sweep(), Math.min(60_000, Math.max(1_000, this.limits.idleMs / 4))).unref();
     return session;
@@ -132,18 +132,23 @@ export class SessionTable {
     const starting = this.starting.get(agentId) ?? 0;
     const running = [...own.values()].filter((session) => session.running).length + starting;
     if (running >= this.limits.maxPerAgent) {
-      if (own.size === 0) this.byAgent.delete(agentId);
+      this.forgetIfEmpty(agentId);
       throw new ToolRuntimeError(
         'session_limit_reached',
         `this agent already has ${running} running sessions${starting > 0 ? ` (${starting} of them starting)` : ''} (the limit is ${this.limits.maxPerAgent}); kill one you no longer need with kill_session, then start again. Running now:\n${this.describe(agentId)}`,
       );
     }
     if (this.runningTotal() + this.startingTotal >= this.limits.maxTotal) {
-      if (own.size === 0) this.byAgent.delete(agentId);
+      this.forgetIfEmpty(agentId);
       throw new ToolRuntimeError('session_limit_reached', `the sidecar runs ${this.limits.maxTotal} sessions, its limit for all agents together; kill one of yours with kill_session or try later. Yours:\n${this.describe(agentId) || '(none)'}`);
     }
     this.starting.set(agentId, starting + 1);
     this.startingTotal += 1;
+  }
+
+  /** Drops the agent's entry when it holds no session and none is starting. */
+  private forgetIfEmpty(agentId: string): void {
+    if (this.byAgent.get(agentId)?.size === 0 && !this.starting.has(agentId)) this.byAgent.delete(agentId);
   }
 
   private unreserve(agentId: string): void {
