@@ -11,6 +11,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { runProcess } from '../../sidecar/categories/computer/run-process.js';
 import { startNetworkProxy } from '../../sidecar/categories/computer/sandbox/network-proxy.js';
+import { defaultLimitSettings } from '../../sidecar/categories/computer/sandbox/limits/limit-settings.js';
+import { processLimiterFor } from '../../sidecar/categories/computer/sandbox/limits/process-limiter.js';
 import type { SandboxPolicy } from '../../sidecar/categories/computer/sandbox/sandbox-policy.js';
 import { startSidecar } from '../../test/fixtures/start-sidecar.js';
 import { bwrapWorks } from '../../test/fixtures/test-sandbox.js';
@@ -118,6 +120,24 @@ export async function run(): Promise<BenchRow[]> {
     for (const [name, value] of measured) {
       rows.push({ suite: 'sandbox', name: name.startsWith('runProcess') ? name : `exec ${name}`, value, unit: 'ms p50', ...(name.startsWith('/bin/sh') ? {} : { reference: 'sh -c true', ratio: value / reference }) });
     }
+
+    // The limits: the same sandboxed runProcess with the agent's cgroup placement and /tmp size
+    // (the default --limits) against --limits off, interleaved. Goal: within 5 ms.
+    const limitsOn = defaultLimitSettings();
+    const mechanism = (await processLimiterFor(limitsOn)).mechanism;
+    const limited = (enabled: boolean) => () =>
+      runProcess({ command: 'true', cwd: workspace, env: { PATH: process.env.PATH }, policy: { ...policy({ mode: 'off' }), limits: { ...limitsOn, enabled }, agent: 'bench' }, signal: new AbortController().signal });
+    const [limitsOff, limitsOnValue] = (await interleavedP50(RUNS, [limited(false), limited(true)])) as [number, number];
+    rows.push({ suite: 'sandbox', name: 'runProcess("true") sandboxed, --limits off', value: limitsOff, unit: 'ms p50' });
+    rows.push({
+      suite: 'sandbox',
+      name: `runProcess("true") sandboxed, limits on (${mechanism})`,
+      value: limitsOnValue,
+      unit: 'ms p50',
+      reference: '--limits off',
+      ratio: limitsOnValue / limitsOff,
+      note: `adds ${(limitsOnValue - limitsOff).toFixed(1)} ms (goal ≤ 5)`,
+    });
 
     // An allowed GET through the proxy beside the same GET direct.
     server = createServer((_request, response) => response.end('ok'));
