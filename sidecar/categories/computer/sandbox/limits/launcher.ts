@@ -13,12 +13,20 @@ export interface LaunchSteps {
 // O_CLOEXEC as /proc/<pid>/fdinfo's `flags:` shows it (octal).
 const O_CLOEXEC = 0o2000000;
 
+let inherited: number[] | undefined;
+
 /**
  * The sidecar's descriptors above 2 that a child would inherit (no close-on-exec): those its own
- * launcher left open (a shell's `3< secret`). Node and libuv mark their own close-on-exec, so this is
- * usually empty. Read at each launch (a few dozen small reads): a native library may open one later.
+ * launcher left open (a shell's `3< secret`, bash's 255). Node and libuv open all of theirs
+ * close-on-exec, so these are there from the start: read once (a sidecar with many connections
+ * holds hundreds of descriptors, and a launch must stay cheap).
  */
 export function inheritableDescriptors(): number[] {
+  inherited ??= scanDescriptors();
+  return inherited;
+}
+
+function scanDescriptors(): number[] {
   const found: number[] = [];
   let names: string[];
   try {

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { CgroupBackend, LimitGroup } from './cgroup-files.js';
 import { openCgroupV1 } from './cgroup-v1.js';
 import { openCgroupV2 } from './cgroup-v2.js';
@@ -83,13 +83,35 @@ export async function openProcessLimiter(settings: LimitSettings): Promise<Proce
   return limiterOver(settings, 'rlimit', undefined, notes);
 }
 
+/**
+ * Tasks (processes and threads) of this process's real user now: RLIMIT_NPROC counts them all,
+ * so the fallback's bound is these plus the agent's `pids`, or it would stop a laptop's commands
+ * for the user's browser threads. 0 for root, which the kernel exempts anyway.
+ */
+function userTasks(): number {
+  const uid = process.getuid?.() ?? 0;
+  if (uid === 0) return 0;
+  let tasks = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const status = readFileSync(`/proc/${entry}/status`, 'utf8');
+      if (Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]) === uid) tasks += Number(/^Threads:\s+(\d+)/m.exec(status)?.[1] ?? 1);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return tasks;
+}
+
 function limiterOver(settings: LimitSettings, mechanism: LimitMechanism, backend: CgroupBackend | undefined, notes: string[]): ProcessLimiter {
   const running = new Map<string, number>();
+  const maxProcesses = mechanism === 'rlimit' ? userTasks() + settings.pids : undefined;
   const what =
     mechanism === 'off'
       ? 'off (--limits off): no memory, process or CPU bound; /tmp unsized'
       : mechanism === 'rlimit'
-        ? `rlimit only: at most ${settings.pids} processes of the sidecar's user (not enforced for root), no memory or CPU bound; /tmp ${formatBytes(settings.tmpBytes)}`
+        ? `rlimit only: RLIMIT_NPROC ${maxProcesses} (the ${maxProcesses! - settings.pids} tasks the sidecar's user ran at start-up plus ${settings.pids}; counted over the whole user, not enforced for root), no memory or CPU bound; /tmp ${formatBytes(settings.tmpBytes)}`
         : `${mechanism} per agent under ${backend!.where}: ${describeLimitSettings(settings)}`;
   const description = [what, ...notes].join('; ');
   const makeRoom = () => {
@@ -103,7 +125,7 @@ function limiterOver(settings: LimitSettings, mechanism: LimitMechanism, backend
     launch(argv, agent, options = {}) {
       const keepFds = options.keepFds ?? [];
       if (!backend) {
-        return { argv: launcherArgv(argv, { procsFiles: [], keepFds, ...(mechanism === 'rlimit' ? { maxProcesses: settings.pids } : {}) }), outOfMemory: () => false, release: () => {} };
+        return { argv: launcherArgv(argv, { procsFiles: [], keepFds, ...(maxProcesses !== undefined ? { maxProcesses } : {}) }), outOfMemory: () => false, release: () => {} };
       }
       const name = agentGroupName(agent);
       if (!running.has(name)) makeRoom();
