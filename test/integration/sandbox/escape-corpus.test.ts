@@ -1,5 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -43,6 +44,9 @@ async function run(command: string, driver = turn): Promise<{ text: string; code
   return { text: textOf(result), code: result.error?.code ?? '' };
 }
 
+/** git on the host, as the project runs it: no fsmonitor, no hooks. */
+const hostGit = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'core.fsmonitor=false', '-c', 'core.hooksPath=/dev/null', ...args], { cwd, encoding: 'utf8' });
+
 /** Live host processes whose command line is exactly `command`. */
 const running = (command: string) => liveProcesses().filter((entry) => entry.command === command);
 
@@ -59,7 +63,19 @@ describe('sandbox escape corpus', suite, () => {
     mkdirSync(join(workspace, 'secrets'));
     writeFileSync(join(workspace, 'secrets', 'key.pem'), 'PRIVATE KEY\n');
     writeFileSync(join(workspace, 'notes.txt'), 'hello\n');
-    mkdirSync(join(workspace, '.git', 'hooks'), { recursive: true });
+    hostGit(workspace, 'init', '-q');
+    // A nested checkout, and a worktree whose `.git` file names a gitdir elsewhere in the workspace.
+    mkdirSync(join(workspace, 'vendor', 'lib'), { recursive: true });
+    hostGit(join(workspace, 'vendor', 'lib'), 'init', '-q');
+    mkdirSync(join(workspace, 'data'));
+    hostGit(workspace, 'init', '-q', '--separate-git-dir', join(workspace, 'data', 'realgit'), join(workspace, 'wt'));
+    mkdirSync(join(workspace, 'conf'));
+    writeFileSync(join(workspace, 'conf', 'secret.env'), 'CONF-SECRET\n');
+    writeFileSync(join(workspace, 'conf', 'app.env'), 'PLAIN\n');
+    mkdirSync(join(workspace, 'vault'));
+    writeFileSync(join(workspace, 'vault', 'x'), 'VAULT-SECRET\n');
+    mkdirSync(join(home, '.local', 'state', 'tools-runtime', '0123abcd'), { recursive: true });
+    writeFileSync(join(home, '.local', 'state', 'tools-runtime', '0123abcd', 'screen'), 'OTHER-AGENT-STATE\n');
     loopback = createServer((socket) => {
       loopbackConnections++;
       socket.end('HELLO FROM OUTSIDE\n');
@@ -67,7 +83,7 @@ describe('sandbox escape corpus', suite, () => {
     await new Promise<void>((resolve) => loopback.listen(0, '127.0.0.1', resolve));
     loopbackPort = (loopback.address() as { port: number }).port;
     sidecar = await startSidecar({
-      args: ['--workspace', workspace, '--state-dir', stateDir, '--token-file', tokenFile, '--hide', join(workspace, 'secrets'), '--sandbox', 'workspace-write', '--log-level', 'error'],
+      args: ['--workspace', workspace, '--state-dir', stateDir, '--token-file', tokenFile, '--hide', join(workspace, 'secrets'), '--hide', join(workspace, 'conf', 'secret.env'), '--hide', join(workspace, 'vault'), '--sandbox', 'workspace-write', '--log-level', 'error'],
       env: { HOME: home, SANDBOX_TEST_SECRET: ENV_SECRET },
     });
     turn = await openTurn(createClient(sidecar.address, TOKEN), 'agent-escape');
@@ -177,6 +193,92 @@ describe('sandbox escape corpus', suite, () => {
     expect(lines.at(-2)).toBe('1');
     expect(Number(lines.at(-1))).toBeGreaterThan(10);
     expect(existsSync(join(workspace, 'repo', '.git'))).toBe(true);
+  });
+
+  it('git metadata stays read-only: config, hooks, a renamed .git, a gitdir file, nested repositories', async () => {
+    const config = readFileSync(join(workspace, '.git', 'config'), 'utf8');
+    const { text } = await run(
+      [
+        'git config core.fsmonitor "touch /tmp/x" && echo FSMONITOR',
+        'git config core.hooksPath hooks2 && echo HOOKSPATH',
+        'mv .git .git2 && echo MOVED',
+        'cp -a .git .gitcopy && echo "gitdir: .gitcopy" > .git && echo POINTED',
+        'git -C vendor/lib config core.fsmonitor "touch /tmp/x" && echo NESTED',
+        'echo "[core]" >> data/realgit/config && echo GITDIR',
+        'echo "gitdir: /tmp" > wt/.git && echo WTFILE',
+        'touch notes2.txt && git add notes2.txt && echo ADDED',
+        'echo END',
+      ].join('; '),
+    );
+    expect(text).toContain('END');
+    expect(text).not.toMatch(/FSMONITOR|HOOKSPATH|MOVED|POINTED|NESTED|GITDIR|WTFILE|ADDED/);
+    expect(readFileSync(join(workspace, '.git', 'config'), 'utf8')).toBe(config);
+    expect(statSync(join(workspace, '.git')).isDirectory()).toBe(true);
+    expect(readFileSync(join(workspace, 'vendor', 'lib', '.git', 'config'), 'utf8')).not.toMatch(/fsmonitor|hookspath/i);
+  });
+
+  it('the file tools refuse git metadata at any depth and under any name', async () => {
+    const paths = ['.git/config', '.git/modules/sub/hooks/pre-commit', 'vendor/lib/.git/hooks/pre-commit', 'data/realgit/hooks/pre-commit', 'wt/.git', 'new/.git'];
+    for (const [index, path] of paths.entries()) {
+      const result = await turn.call(`g${index}`, 'write_file', { path, content: '#!/bin/sh\necho planted\n' });
+      expect(result.error?.code, path).toBe('sandbox_denied');
+    }
+    expect(existsSync(join(workspace, 'data', 'realgit', 'hooks', 'pre-commit'))).toBe(false);
+    expect((await turn.call('g-ok', 'write_file', { path: 'vendor/lib/readme.txt', content: 'fine\n' })).error).toBeUndefined();
+  });
+
+  it('a root sidecar\'s commands cannot write /proc/sys nor leave a setuid or setgid program', async () => {
+    const before = readFileSync('/proc/sys/kernel/core_pattern', 'utf8');
+    const { text } = await run(
+      [
+        'echo "|/tmp/x" > /proc/sys/kernel/core_pattern && echo SYSCTL',
+        `printf 'int main(void) { return 0; }\\n' > suid.c && cc -o suid suid.c`,
+        'chmod 4755 suid && echo SETUID',
+        'chmod g+s suid && echo SETGID',
+        'install -m 6755 suid suid2 && echo INSTALLED',
+        'chmod 700 suid && echo PLAIN',
+      ].join('; '),
+    );
+    expect(text).not.toMatch(/SYSCTL|SETUID|SETGID|INSTALLED/);
+    expect(text).toContain('PLAIN');
+    expect(readFileSync('/proc/sys/kernel/core_pattern', 'utf8')).toBe(before);
+    expect(statSync(join(workspace, 'suid')).mode & 0o6000).toBe(0);
+  });
+
+  it('a hidden file stays hidden when its folder is renamed, and the file tools compare by inode', async () => {
+    const { text } = await run('mv conf conf2 && echo MOVED; cat conf2/secret.env conf/secret.env; mv conf/secret.env s && echo MOVEDFILE; cat conf/app.env; echo END');
+    expect(text).not.toMatch(/CONF-SECRET|MOVED/);
+    expect(text).toContain('PLAIN');
+    expect(existsSync(join(workspace, 'conf', 'secret.env'))).toBe(true);
+    // A hard link made outside carries the same inode under another name.
+    linkSync(join(workspace, 'conf', 'secret.env'), join(workspace, 'linked.env'));
+    try {
+      expect((await turn.call('i1', 'read_file', { path: 'linked.env' })).error?.code).toBe('sandbox_denied');
+    } finally {
+      rmSync(join(workspace, 'linked.env'));
+    }
+  });
+
+  it('every sidecar\'s state under ~/.local/state/tools-runtime is hidden, not only this one\'s', async () => {
+    const root = join(home, '.local', 'state', 'tools-runtime');
+    const { text } = await run(`cat ${root}/0123abcd/screen; ls -A ${root}; echo END`);
+    expect(text).toContain('END');
+    expect(text).not.toMatch(/OTHER-AGENT-STATE|^0123abcd$/m);
+  });
+
+  it('a hidden folder moved away outside the sandbox stops every command until it is back', async () => {
+    await run('true');
+    renameSync(join(workspace, 'vault'), join(workspace, 'vault2'));
+    try {
+      const refused = await run('cat vault2/x; echo RAN');
+      expect(refused.code).toBe('sandbox_unavailable');
+      expect(refused.text).toContain(join(workspace, 'vault'));
+      expect(refused.text).not.toMatch(/VAULT-SECRET|RAN/);
+      expect((await turn.call('v1', 'read_file', { path: 'vault2/x' })).error?.code).toBe('sandbox_denied');
+    } finally {
+      renameSync(join(workspace, 'vault2'), join(workspace, 'vault'));
+    }
+    expect((await run('echo RAN')).text).toContain('RAN');
   });
 
   it('a turn can tighten the sandbox to read-only, and then file tools refuse writes too', async () => {
