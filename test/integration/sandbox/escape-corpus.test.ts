@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
 import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -74,8 +74,6 @@ describe('sandbox escape corpus', suite, () => {
     writeFileSync(join(workspace, 'conf', 'app.env'), 'PLAIN\n');
     mkdirSync(join(workspace, 'vault'));
     writeFileSync(join(workspace, 'vault', 'x'), 'VAULT-SECRET\n');
-    mkdirSync(join(home, '.local', 'state', 'tools-runtime', '0123abcd'), { recursive: true });
-    writeFileSync(join(home, '.local', 'state', 'tools-runtime', '0123abcd', 'screen'), 'OTHER-AGENT-STATE\n');
     loopback = createServer((socket) => {
       loopbackConnections++;
       socket.end('HELLO FROM OUTSIDE\n');
@@ -259,13 +257,6 @@ describe('sandbox escape corpus', suite, () => {
     }
   });
 
-  it('every sidecar\'s state under ~/.local/state/tools-runtime is hidden, not only this one\'s', async () => {
-    const root = join(home, '.local', 'state', 'tools-runtime');
-    const { text } = await run(`cat ${root}/0123abcd/screen; ls -A ${root}; echo END`);
-    expect(text).toContain('END');
-    expect(text).not.toMatch(/OTHER-AGENT-STATE|^0123abcd$/m);
-  });
-
   it('a hidden folder moved away outside the sandbox stops every command until it is back', async () => {
     await run('true');
     renameSync(join(workspace, 'vault'), join(workspace, 'vault2'));
@@ -319,3 +310,75 @@ describe('sandbox escape corpus: the sidecar SIGTERMed', suite, () => {
   }, 60_000);
 });
 
+
+describe('sandbox escape corpus: --network on, a workspace without git', suite, () => {
+  let folder: string;
+  let open: StartedSidecar;
+  let driver: TurnDriver;
+  let abstract: ChildProcess;
+  let tcp: Server;
+  let tcpPort: number;
+  let home2: string;
+  const abstractName = `tools-runtime-test-${Math.random().toString(36).slice(2)}`;
+  const send = async (command: string) => textOf(await driver.call(`n${++callCount}`, 'run_command', { command, timeout_ms: 60_000 }));
+
+  beforeAll(async () => {
+    folder = mkdtempSync(join(tmpdir(), 'sandbox-net-on-'));
+    mkdirSync(join(folder, 'workspace'));
+    mkdirSync(join(folder, 'workspace', 'sub'));
+    // socat, not node: node's listen('\0name') does not bind an abstract name.
+    const marker = join(folder, 'abstract-reached');
+    abstract = spawn('socat', [`ABSTRACT-LISTEN:${abstractName},fork`, `SYSTEM:echo HELLO FROM AN ABSTRACT SOCKET; touch ${marker}`], { stdio: 'ignore' });
+    await waitFor(() => (readFileSync('/proc/net/unix', 'utf8').includes(`@${abstractName}`) ? true : undefined), 10_000);
+    tcp = createServer((socket) => {
+      socket.on('error', () => {});
+      socket.end('HELLO OVER TCP\n', () => socket.destroy());
+    });
+    await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
+    tcpPort = (tcp.address() as { port: number }).port;
+    // A home the sandbox shows (the rest of the host's /tmp is gone inside), with another agent's state.
+    home2 = join(folder, 'workspace', 'home');
+    mkdirSync(join(home2, '.local', 'state', 'tools-runtime', '0123abcd'), { recursive: true });
+    writeFileSync(join(home2, '.local', 'state', 'tools-runtime', '0123abcd', 'screen'), 'OTHER-AGENT-STATE\n');
+    open = await startSidecar({ args: ['--workspace', join(folder, 'workspace'), '--state-dir', join(folder, 'state'), '--network', 'on', '--log-level', 'error'], env: { HOME: home2 } });
+    driver = await openTurn(createClient(open.address), 'agent-net-on');
+  }, 60_000);
+
+  afterAll(async () => {
+    await driver?.end().catch(() => {});
+    await open?.stop('SIGKILL');
+    abstract?.kill('SIGKILL');
+    await new Promise((resolve) => tcp?.close(resolve));
+    rmSync(folder, { recursive: true, force: true });
+  }, 30_000);
+
+  it('reaches TCP on the host\'s network, but no abstract Unix socket of the host', async () => {
+    const text = await send(`socat -T 3 - TCP:127.0.0.1:${tcpPort} </dev/null; socat -T 3 - ABSTRACT-CONNECT:${abstractName} </dev/null && echo CONNECTED; true`);
+    expect(text).toContain('HELLO OVER TCP');
+    expect(text).not.toMatch(/HELLO FROM AN ABSTRACT SOCKET|CONNECTED/);
+    expect(existsSync(join(folder, 'abstract-reached'))).toBe(false);
+  });
+
+  it('cannot make the workspace a repository: the root .git is reserved read-only; a sub-folder\'s repository works', async () => {
+    const text = await send(
+      [
+        'git init -q && echo ROOT-INIT',
+        'echo "gitdir: /tmp/g" > .git && echo POINTED',
+        'mkdir .git/hooks && echo HOOKS',
+        'cd sub && git init -q && git -c user.email=a@example.com -c user.name=A commit -q --allow-empty -m first && echo SUB-COMMITTED',
+      ].join('; '),
+    );
+    expect(text).not.toMatch(/ROOT-INIT|POINTED|HOOKS/);
+    expect(text).toContain('SUB-COMMITTED');
+    expect(existsSync(join(folder, 'workspace', '.git', 'config'))).toBe(false);
+  });
+
+  it('every sidecar\'s state under ~/.local/state/tools-runtime is hidden, not only this one\'s', async () => {
+    const root = join(home2, '.local', 'state', 'tools-runtime');
+    const text = await send(`cat ${root}/0123abcd/screen; ls -A ${root}; echo END`);
+    expect(text).toContain('END');
+    expect(text).not.toMatch(/OTHER-AGENT-STATE|^0123abcd$/m);
+    const read = await driver.call('s1', 'read_file', { path: 'home/.local/state/tools-runtime/0123abcd/screen' });
+    expect(read.error?.code).toBe('sandbox_denied');
+  });
+});
