@@ -202,6 +202,8 @@ describe('sandbox escape corpus', suite, () => {
         'mv .git .git2 && echo MOVED',
         'cp -a .git .gitcopy && echo "gitdir: .gitcopy" > .git && echo POINTED',
         'git -C vendor/lib config core.fsmonitor "touch /tmp/x" && echo NESTED',
+        // A parent of a mount point can be renamed; the read-only mount moves with it.
+        'mv vendor vendor2 && { git -C vendor2/lib config core.fsmonitor "touch /tmp/x" && echo MOVED-NESTED; mv vendor2 vendor; }',
         'echo "[core]" >> data/realgit/config && echo GITDIR',
         'echo "gitdir: /tmp" > wt/.git && echo WTFILE',
         'touch notes2.txt && git add notes2.txt && echo ADDED',
@@ -210,6 +212,7 @@ describe('sandbox escape corpus', suite, () => {
     );
     expect(text).toContain('END');
     expect(text).not.toMatch(/FSMONITOR|HOOKSPATH|MOVED|POINTED|NESTED|GITDIR|WTFILE|ADDED/);
+    expect(existsSync(join(workspace, 'vendor', 'lib', '.git'))).toBe(true);
     expect(readFileSync(join(workspace, '.git', 'config'), 'utf8')).toBe(config);
     expect(statSync(join(workspace, '.git')).isDirectory()).toBe(true);
     expect(readFileSync(join(workspace, 'vendor', 'lib', '.git', 'config'), 'utf8')).not.toMatch(/fsmonitor|hookspath/i);
