@@ -19,8 +19,9 @@ const suite = requireSystemTools({
     { name: 'bwrap', executable: '/usr/bin/bwrap' },
     { name: 'gcc', executable: '/usr/bin/gcc' },
     { name: 'git', executable: '/usr/bin/git' },
+    { name: 'socat', executable: '/usr/bin/socat' },
   ],
-  aptPackages: ['bubblewrap', 'gcc', 'git'],
+  aptPackages: ['bubblewrap', 'gcc', 'git', 'socat'],
 });
 
 const TOKEN = `token-${Math.random().toString(36).slice(2)}`;

@@ -157,9 +157,9 @@ export function gitMetadataReason(workspace: string, absolute: string): string |
   if (!isUnder(absolute, root)) return undefined;
   const parts = path.relative(root, absolute).split(path.sep);
   if (parts.includes('.git')) return 'is git metadata (a .git folder or file): git outside the sandbox would run what is written there (hooks, core.fsmonitor)';
-  for (let folder = absolute; isUnder(folder, root); folder = path.dirname(folder)) {
-    if (gitMetadataOf(folder)) return `is inside ${path.relative(root, folder) || '.'}, a git directory: git outside the sandbox would run what is written there (hooks, core.fsmonitor)`;
-    if (folder === root) break;
+  // Below the workspace only, as the scan (a workspace that is itself a bare repository is the work).
+  for (let folder = absolute; folder !== root && isUnder(folder, root); folder = path.dirname(folder)) {
+    if (gitMetadataOf(folder)) return `is inside ${path.relative(root, folder)}, a git directory: git outside the sandbox would run what is written there (hooks, core.fsmonitor)`;
   }
   return undefined;
 }
