@@ -34,7 +34,7 @@ export interface HiddenEntry {
 }
 
 /** What each hidden path was when the sidecar last looked (given path → identity), process-wide. */
-const seen = new Map<string, { dev: number; ino: number; dir: boolean }>();
+const seen = new Map<string, { dev: number; ino: number; dir: boolean; real?: string }>();
 
 /**
  * The hidden roots of `policy`: its `hide` list, where a root that holds the workspace (the state
@@ -72,8 +72,10 @@ const vanished = (given: string, what: string) =>
 /**
  * Resolves every hidden path now (at each sandbox start, so a path created or rotated since is
  * hidden from the next command). Fails closed for what a command or a file tool could have moved:
- * a hidden path under the workspace that existed before and is gone, or a hidden folder under it
- * replaced by another (a rename of it, or of a parent, then a new one in its place). Outside the
+ * a hidden path under the workspace that existed before and is gone, a hidden folder under it
+ * replaced by another (a rename of it, or of a parent, then a new one in its place), or one whose
+ * real path changed (a symlink re-pointed). A file rewritten in place or by rename at the same
+ * path is taken as it is now (an editor's save). Outside the
  * workspace nothing sandboxed can rename a path; a file there that went or changed is the
  * operator's doing (a token handed over then removed, a secret rotated by rename) and is taken as
  * it is now.
@@ -99,7 +101,9 @@ export function resolveHiddenPaths(policy: SandboxPolicy): HiddenEntry[] {
       continue;
     }
     if (before && inWorkspace && before.dir && (before.dev !== entry.dev || before.ino !== entry.ino)) throw vanished(given, 'was replaced by another folder');
-    seen.set(given, { dev: entry.dev, ino: entry.ino, dir: entry.dir });
+    // A symlink re-pointed (or a parent swapped for one): the old target would be left unmasked.
+    if (before?.real && inWorkspace && before.real !== entry.real) throw vanished(given, `now leads to ${entry.real}, not ${before.real}`);
+    seen.set(given, { dev: entry.dev, ino: entry.ino, dir: entry.dir, real: entry.real });
     entries.push(entry);
   }
   return entries;
@@ -133,6 +137,8 @@ export function hiddenPathTest(policy: SandboxPolicy): HiddenPathTest {
       try {
         const stat = statSync(given);
         identities.add(`${stat.dev}:${stat.ino}`);
+        // First sight (no command yet): what a later rename is compared with.
+        if (!known) seen.set(given, { dev: stat.dev, ino: stat.ino, dir: stat.isDirectory() });
       } catch {
         // not there now
       }

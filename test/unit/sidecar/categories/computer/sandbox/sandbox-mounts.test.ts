@@ -130,10 +130,21 @@ describe('hidden paths fail closed', () => {
     expect(resolveHiddenPaths(p)).toHaveLength(2);
   });
 
+  it('a hidden symlink under the workspace re-pointed elsewhere stops the sandbox', () => {
+    const ws = workspaceWith('relink', { 'real/secret': 's', 'decoy': 'd' });
+    symlinkSync(join(ws, 'real/secret'), join(ws, 'link'));
+    const p = policy(ws, { hide: [join(ws, 'link')] });
+    expect(resolveHiddenPaths(p).map((entry) => entry.real)).toEqual([join(ws, 'real/secret')]);
+    rmSync(join(ws, 'link'));
+    symlinkSync(join(ws, 'decoy'), join(ws, 'link'));
+    expect(() => resolveHiddenPaths(p)).toThrow(/now leads to .*decoy, not .*real\/secret/);
+  });
+
   it('the file tools compare by inode: a hard link, a renamed folder; readable exceptions win', () => {
     const ws = workspaceWith('inode', { 'conf/secret.env': 's', 'keys/open/pub': 'p', 'plain.txt': '' });
     const p = policy(ws, { hide: [join(ws, 'conf/secret.env'), join(ws, 'keys')], readable: [join(ws, 'keys/open')] });
-    resolveHiddenPaths(p);
+    // The turn's test records what it first sees, before any command ran.
+    hiddenPathTest(p);
     linkSync(join(ws, 'conf/secret.env'), join(ws, 'hard.env'));
     renameSync(join(ws, 'keys'), join(ws, 'keys2'));
     const hidden = hiddenPathTest(p);
