@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -146,18 +146,26 @@ export function buildSeccompFilter(options: { arch: SeccompArch; denyUnixSockets
 
 let folder: string | undefined;
 
+/** A private folder for the filter files, removed when the process exits. */
+function makeFolder(): string {
+  const made = mkdtempSync(path.join(tmpdir(), 'tools-runtime-seccomp-'));
+  process.once('exit', () => rmSync(made, { recursive: true, force: true }));
+  return made;
+}
+
 /**
  * A file holding the filter for this machine (written once per process and variant, in a private
- * 0700 folder of the host's temporary folder; written again if something removed it), or undefined
+ * 0700 folder of the host's temporary folder removed at exit; written again if something removed
+ * it meanwhile, a tmp cleaner under a long-running sidecar), or undefined
  * on an architecture without one. bwrap reads it from a descriptor: see `seccompLauncher`.
  */
 export function seccompFilterFile(options: { denyUnixSockets: boolean }): string | undefined {
   const arch = seccompArch();
   if (!arch) return undefined;
-  const file = path.join((folder ??= mkdtempSync(path.join(tmpdir(), 'tools-runtime-seccomp-'))), options.denyUnixSockets ? 'no-unix.bpf' : 'base.bpf');
+  const file = path.join((folder ??= makeFolder()), options.denyUnixSockets ? 'no-unix.bpf' : 'base.bpf');
   if (!existsSync(file)) {
     // A tmp cleaner may have removed the folder of a long-running sidecar.
-    if (!existsSync(path.dirname(file))) folder = mkdtempSync(path.join(tmpdir(), 'tools-runtime-seccomp-'));
+    if (!existsSync(path.dirname(file))) folder = makeFolder();
     const target = path.join(folder, path.basename(file));
     writeFileSync(target, buildSeccompFilter({ arch, denyUnixSockets: options.denyUnixSockets }), { mode: 0o400 });
     chmodSync(folder, 0o700);
