@@ -1,4 +1,5 @@
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -144,33 +145,52 @@ export function buildSeccompFilter(options: { arch: SeccompArch; denyUnixSockets
   return assemble(insns);
 }
 
-let folder: string | undefined;
-
-/** A private folder for the filter files, removed when the process exits. */
-function makeFolder(): string {
-  const made = mkdtempSync(path.join(tmpdir(), 'tools-runtime-seccomp-'));
-  process.once('exit', () => rmSync(made, { recursive: true, force: true }));
-  return made;
+/**
+ * This user's folder for filter files, shared by its processes (so none is left behind per
+ * process, even one SIGKILLed): `$TMPDIR/tools-runtime-seccomp-UID`, made 0700. One that is not a
+ * folder of this user's, closed to others, is not used: a private `mkdtemp` folder is, instead.
+ */
+function filterFolder(): string {
+  const uid = process.getuid?.() ?? -1;
+  const shared = path.join(tmpdir(), `tools-runtime-seccomp-${uid}`);
+  try {
+    mkdirSync(shared, { mode: 0o700 });
+  } catch {
+    // there already (checked below), or not makeable
+  }
+  try {
+    const stat = lstatSync(shared);
+    if (stat.isDirectory() && stat.uid === uid && (stat.mode & 0o077) === 0) return shared;
+  } catch {
+    // fall through
+  }
+  return mkdtempSync(path.join(tmpdir(), 'tools-runtime-seccomp-'));
 }
 
+let folder: string | undefined;
+const written = new Map<boolean, string>();
+
 /**
- * A file holding the filter for this machine (written once per process and variant, in a private
- * 0700 folder of the host's temporary folder removed at exit; written again if something removed
- * it meanwhile, a tmp cleaner under a long-running sidecar), or undefined
- * on an architecture without one. bwrap reads it from a descriptor: see `seccompLauncher`.
+ * A file holding the filter for this machine (named by its content, written once, atomically, in
+ * this user's folder; written again when a tmp cleaner removed it under a long-running sidecar),
+ * or undefined on an architecture without one. bwrap reads it from a descriptor: see
+ * `seccompLauncher`.
  */
 export function seccompFilterFile(options: { denyUnixSockets: boolean }): string | undefined {
   const arch = seccompArch();
   if (!arch) return undefined;
-  const file = path.join((folder ??= makeFolder()), options.denyUnixSockets ? 'no-unix.bpf' : 'base.bpf');
+  const known = written.get(options.denyUnixSockets);
+  if (known && existsSync(known)) return known;
+  const bytes = buildSeccompFilter({ arch, denyUnixSockets: options.denyUnixSockets });
+  const name = `${createHash('sha256').update(bytes).digest('hex').slice(0, 16)}.bpf`;
+  let file = path.join((folder ??= filterFolder()), name);
   if (!existsSync(file)) {
-    // A tmp cleaner may have removed the folder of a long-running sidecar.
-    if (!existsSync(path.dirname(file))) folder = makeFolder();
-    const target = path.join(folder, path.basename(file));
-    writeFileSync(target, buildSeccompFilter({ arch, denyUnixSockets: options.denyUnixSockets }), { mode: 0o400 });
-    chmodSync(folder, 0o700);
-    return target;
+    if (!existsSync(folder)) file = path.join((folder = filterFolder()), name);
+    const temporary = `${file}.${process.pid}.tmp`;
+    writeFileSync(temporary, bytes, { mode: 0o400 });
+    renameSync(temporary, file);
   }
+  written.set(options.denyUnixSockets, file);
   return file;
 }
 
