@@ -1,4 +1,4 @@
-import { realpathSync, statSync } from 'node:fs';
+import { accessSync, constants, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { isUnder, resolveHiddenPaths } from './file-access.js';
 import { findGitMetadata } from './git-metadata.js';
@@ -57,6 +57,16 @@ function realEntry(given: string): { real: string; dir: boolean } | undefined {
     return { real, dir: statSync(real).isDirectory() };
   } catch {
     return undefined;
+  }
+}
+
+/** Whether this process may create entries in `folder`. */
+function writableFolder(folder: string): boolean {
+  try {
+    accessSync(folder, constants.W_OK);
+    return true;
+  } catch {
+    return false;
   }
 }
 
@@ -147,7 +157,9 @@ export function buildSandboxArgv(options: SandboxArgvOptions): ExecSpec {
     const pins = new Set(masks.filter((entry) => isUnder(entry.real, workspace)).flatMap((entry) => foldersBetween(workspace, entry.real)));
     for (const folder of [...pins].sort()) if (!git.readOnly.some((meta) => isUnder(folder, meta))) args.push('--bind', folder, folder);
     for (const meta of git.readOnly) args.push('--ro-bind', meta, meta);
-    for (const name of git.reserve) {
+    // A folder the sidecar's user cannot write needs no reservation (its commands cannot create
+    // the name either), and bwrap could not make the mount point in it.
+    for (const name of git.reserve.filter((reserved) => writableFolder(path.dirname(reserved)))) {
       args.push('--tmpfs', name);
       remounts.push('--remount-ro', name);
     }
