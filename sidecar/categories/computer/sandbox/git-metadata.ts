@@ -14,9 +14,9 @@ import path from 'node:path';
 export const GIT_SCAN_MAX_DIRS = 3_000;
 
 /**
- * Folders never descended into: package trees whose nested `.git` (a git dependency's) no person
- * runs git in, and which hold most of a workspace's folders. The read-only line for them is the
- * file tools' and the next command's scan only when they are found elsewhere.
+ * Folders never descended into: package trees, which hold most of a workspace's folders and whose
+ * nested `.git` (a git dependency's) nobody runs git in. What lies there is still refused to the
+ * file tools (by name), not mounted read-only for commands.
  */
 const SKIPPED = new Set(['node_modules']);
 
