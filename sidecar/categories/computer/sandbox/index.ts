@@ -5,9 +5,10 @@
  * `checkFileAccess` for the file tools, the limits for the start-up line.
  */
 export { buildSandboxArgv, type CommandSpec, type ExecSpec, type ProxyEndpoint } from './bwrap-argv.js';
-export { checkFileAccess, hiddenPathTest } from './file-access.js';
+export { checkFileAccess, gitMetadataReason, hiddenPathTest, resolveHiddenPaths, type HiddenEntry, type HiddenPathTest } from './file-access.js';
+export { findGitMetadata, type GitMetadata } from './git-metadata.js';
 export { hostAllowed, networkProxyFor, startNetworkProxy, type NetworkProxy } from './network-proxy.js';
-export { defaultSandboxSettings, describeNetwork, effectivePolicy, parseNetworkPolicy, parseSandboxMode } from './sandbox-policy.js';
+export { defaultSandboxSettings, describeNetwork, effectivePolicy, parseNetworkPolicy, parseSandboxMode, sharedStateRoot } from './sandbox-policy.js';
 export type { NetworkPolicy, SandboxMode, SandboxPolicy, SandboxSettings, TurnSandbox } from './sandbox-policy.js';
 export { BWRAP_ENV, runSandboxProbe, sandboxProbe, sandboxUnavailableError, type SandboxProbe } from './sandbox-probe.js';
 export {
