@@ -42,6 +42,13 @@ export function seekLines(lines: string[], pattern: string[], from: number, atEn
   return undefined;
 }
 
+/** The first line at or after `from` that starts with `anchor` (both trimmed): `@@ function main()` finds `function main() {`. */
+function seekPrefix(lines: string[], anchor: string, from: number): { index: number } | undefined {
+  const wanted = anchor.trim();
+  for (let index = from; index < lines.length; index++) if (lines[index]!.trim().startsWith(wanted)) return { index };
+  return undefined;
+}
+
 /** The result of applying one file's hunks. */
 export interface AppliedHunks {
   text: string;
@@ -91,9 +98,11 @@ function mismatch(path: string, hunkNumber: number, hunk: PatchHunk, lines: stri
 
 /**
  * Applies the hunks of one Update File to `before`, in memory. Each hunk is looked for after the
- * previous one (its `@@` anchors first narrow the place down: an anchor that is not found is noted
+ * previous one (its `@@` anchors first narrow the place down, each the first line after the last that
+ * is, or starts with, the anchor's text; an anchor that is not found is noted
  * and skipped, the hunk's own lines decide); a hunk with no context and no removed line goes right
- * after its anchor, or at the end of the file. Line ends are kept: CRLF files stay CRLF, and the
+ * after its anchor, or at the end of the file. Context lines keep the file's own text (a loose match
+ * does not rewrite their whitespace). Line ends are kept: CRLF files stay CRLF, and the
  * file ends with a newline exactly when it did before (an empty file gets one).
  *
  * @throws ToolRuntimeError `tool_failed` naming the file, the hunk, the lines it expected, where, and
@@ -114,7 +123,7 @@ export function applyHunks(path: string, before: string, hunks: PatchHunk[]): Ap
     let anchored = false;
     let where = cursor === 0 ? 'from the start of the file' : `after line ${cursor}, where hunk ${hunkNumber - 1} ended`;
     for (const anchor of hunk.anchors) {
-      const found = seekLines(lines, [anchor], cursor, false);
+      const found = seekLines(lines, [anchor], cursor, false) ?? seekPrefix(lines, anchor, cursor);
       if (found) {
         cursor = found.index + 1;
         anchored = true;
@@ -140,7 +149,13 @@ export function applyHunks(path: string, before: string, hunks: PatchHunk[]): Ap
     }
     if (!found) throw mismatch(path, hunkNumber, hunk, lines, cursor, where);
     if (found.level !== 'exact') notes.push(`${path}: hunk ${hunkNumber} matched at line ${found.index + 1} only when ${found.level === 'punctuation' ? 'typographic punctuation and whitespace were' : found.level === 'whitespace' ? 'whitespace was' : 'trailing whitespace was'} ignored`);
-    replacements.push({ at: found.index, remove: oldLines.length, insert: newLines, order: position });
+    // Context lines keep the file's own text (its whitespace), even when they matched loosely.
+    const at = found.index;
+    const insert = newLines.map((line, k) => {
+      const source = hunk.contextOf[k];
+      return source !== undefined && source < oldLines.length ? lines[at + source]! : line;
+    });
+    replacements.push({ at, remove: oldLines.length, insert, order: position });
     cursor = found.index + oldLines.length;
     removed += hunk.removed;
     added += hunk.added;

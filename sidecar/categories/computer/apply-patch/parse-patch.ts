@@ -8,6 +8,8 @@ export interface PatchHunk {
   oldLines: string[];
   /** Context and added lines, in order: what it will hold. */
   newLines: string[];
+  /** For each of `newLines`, the index in `oldLines` of the same context line (undefined for an added line). */
+  contextOf: (number | undefined)[];
   /** Its `+` and `-` lines. */
   added: number;
   removed: number;
@@ -143,7 +145,7 @@ function parseHunks(lines: string[], start: number, endAt: number, path: string)
   const stop = bodyEnd(lines, start, next);
   let index = start;
   const open = (patchLine: number): PatchHunk => {
-    const hunk: PatchHunk = { anchors: [], oldLines: [], newLines: [], added: 0, removed: 0, endOfFile: false, patchLine };
+    const hunk: PatchHunk = { anchors: [], oldLines: [], newLines: [], contextOf: [], added: 0, removed: 0, endOfFile: false, patchLine };
     hunks.push(hunk);
     return hunk;
   };
@@ -176,8 +178,12 @@ function parseHunks(lines: string[], start: number, endAt: number, path: string)
     const body = line.slice(1);
     if (marker === '-') current.removed++;
     if (marker === '+') current.added++;
-    if (marker === '-' || marker === ' ' || line === '') current.oldLines.push(body);
-    if (marker === '+' || marker === ' ' || line === '') current.newLines.push(body);
+    const isContext = marker === ' ' || line === '';
+    if (marker === '-' || isContext) current.oldLines.push(body);
+    if (marker === '+' || isContext) {
+      current.newLines.push(body);
+      current.contextOf.push(isContext ? current.oldLines.length - 1 : undefined);
+    }
   }
   for (const hunk of hunks) {
     if (!hasBody(hunk)) throw invalid(`line ${hunk.patchLine}: a hunk of ${path} has no lines; give the context, "-" and "+" lines after "@@"`);
