@@ -122,8 +122,19 @@ export async function walkWorkspace(
   let throughHidden = false;
   const top = () => stack[stack.length - 1]!;
   const follow = async (name: string) => {
-    if (++hops > MAX_LINK_HOPS) throw refuse(shown, 'goes through a loop of symbolic links');
-    const target = await readlink(procPath(top().fd, name));
+    if (++hops > MAX_LINK_HOPS) throw refuse(shown, 'goes through a loop of symbolic links, or keeps changing while it is opened');
+    let target: string;
+    try {
+      target = await readlink(procPath(top().fd, name));
+    } catch (error) {
+      const code = errnoCode(error);
+      // No longer a link (swapped back since we looked): walk the name again; gone: the same.
+      if (code === 'EINVAL' || code === 'ENOENT') {
+        queue.unshift(name);
+        return;
+      }
+      throw error;
+    }
     viaLink = true;
     afterLastLink = queue.length;
     if (path.isAbsolute(target)) {
