@@ -84,6 +84,8 @@ export async function commitChanges(options: {
   walk: (given: string) => Promise<Walked>;
   name: (walked: Walked) => Promise<{ relative: string; absolute: string }>;
   check: (walked: Walked, absolute: string, shown: string, leaf?: FileIdentity) => void;
+  /** Called before each file's rename (step 3), with its relative path: tests use it to fail a commit halfway. */
+  beforeRename?: (relative: string) => Promise<void> | void;
 }): Promise<CommittedChange[]> {
   const plans: Planned[] = [];
   try {
@@ -148,6 +150,7 @@ export async function commitChanges(options: {
     for (const plan of plans) {
       if ('delete' in plan.change) continue;
       const name = plan.walked.rest[plan.walked.rest.length - 1]!;
+      await options.beforeRename?.(plan.relative);
       const now = await lookAt(plan.folder!, name);
       checkExpectation(plan, now);
       if (plan.existing && (!now || !sameIdentity(plan.existing, now))) throw fail(`${plan.relative} was replaced by something else while it was written; read it again and retry`);
