@@ -89,7 +89,7 @@ export async function run(): Promise<BenchRow[]> {
       unit: 'ms',
       reference: 'write_file of the same file (same run)',
       ratio: patchP50 / writeP50,
-      note: `${(Buffer.byteLength(big.forward) / 1024).toFixed(0)} KiB of patch vs ${(Buffer.byteLength(big.changed) / 1024).toFixed(0)} KiB of content; ratio: patch time / write time`,
+      note: `write_file p50 ${writeP50.toFixed(1)} ms; ${(Buffer.byteLength(big.forward) / 1024).toFixed(0)} KiB of patch vs ${(Buffer.byteLength(big.changed) / 1024).toFixed(0)} KiB of content; ratio: patch time / write time`,
     });
 
     // One edit, then three edits of one file: the JSON the model sends and receives.
@@ -116,7 +116,7 @@ export async function run(): Promise<BenchRow[]> {
       const tool = turn.toolSet.tools.find((candidate) => candidate.name === name)!;
       return Buffer.byteLength(JSON.stringify({ type: 'function', name: tool.name, description: tool.description, parameters: JSON.parse(tool.parametersJson), strict: tool.strict }));
     };
-    rows.push({ suite: 'files', name: 'tool definition the model receives each request: apply_patch', value: definition('apply_patch'), unit: 'bytes', reference: 'edit_file', ratio: definition('apply_patch') / definition('edit_file'), note: 'a function tool; the native { type: "apply_patch" } tool has no definition to send' });
+    rows.push({ suite: 'files', name: 'tool definition the model receives each request: apply_patch', value: definition('apply_patch'), unit: 'bytes', reference: 'edit_file', ratio: definition('apply_patch') / definition('edit_file'), note: `edit_file: ${definition('edit_file')} bytes; the native { type: "apply_patch" } tool has no definition to send` });
     await turn.end();
   } finally {
     await sidecar.stop();
