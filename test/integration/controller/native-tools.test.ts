@@ -11,7 +11,7 @@ import { createOpenAIResponsesModel } from '../../../controller/model/openai-res
 import type { ResponseItem } from '../../../controller/model/responses-model.js';
 import { messageItem } from '../../../controller/model/responses-wire.js';
 import { createSidecarClient, type SidecarClient } from '../../../controller/sidecar-client/create-sidecar-client.js';
-import type { OpenTurnOptions } from '../../../controller/sidecar-client/sidecar-types.js';
+import type { OpenTurnOptions } from '../../../controller/sidecar-client/sidecar-turn.js';
 import { startScriptedResponsesServer, type ScriptStep, type ScriptedResponsesServer } from '../../fakes/scripted-responses-server.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
 
