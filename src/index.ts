@@ -15,6 +15,7 @@ export {
 } from './tool/tool-result.js';
 export {
   type ExecutionMode,
+  type NativeToolKind,
   type ToolExecutionContext,
   type WorkerAgentTool,
   type AnyWorkerAgentTool,
@@ -22,6 +23,7 @@ export {
 export {
   defineWorkerTool,
   TOOL_NAME_PATTERN,
+  NATIVE_TOOL_KINDS,
   type ZodToolDefinition,
   type JsonSchemaToolDefinition,
 } from './tool/define-worker-tool.js';

@@ -76,6 +76,9 @@ export function createRunCommandTool(options: {
     schema: (offerUnsandboxed ? unsandboxedSchema : schema) as typeof unsandboxedSchema,
     executionMode: 'sequential',
     isDestructive: true,
+    // The Responses API's own `shell` tool runs here: its calls carry one command each, and the
+    // `command.output` events give it stdout and stderr apart.
+    nativeTool: 'shell',
     // Nothing runs outside the operator's sandbox without a person saying yes, whatever the turn's policy.
     ...(offerUnsandboxed ? { alwaysAsks: (params: { unsandboxed?: boolean }) => params.unsandboxed === true } : {}),
     describeActivity: (params) => `Running \`${short(params.command)}\`${offerUnsandboxed && params.unsandboxed ? ' OUTSIDE the sandbox' : ''}`,
