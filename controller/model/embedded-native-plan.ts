@@ -27,7 +27,8 @@ function readmeFirstLine(input: ResponseItem[]): string | undefined {
   for (const item of input) {
     if (item.type !== 'function_call_output' || typeof item.output !== 'string') continue;
     const lines = item.output.split('\n');
-    if (!/README/i.test(lines[0] ?? '')) continue;
+    // read_file's header (`README.md: lines 1-11 of 11`), not a listing that names the README.
+    if (!/^README(\.md)?: lines /i.test(lines[0] ?? '')) continue;
     const first = lines[1]?.replace(/^\s*\d+\t/, '');
     if (first !== undefined && first.trim() !== '') return first;
   }

@@ -122,6 +122,26 @@ describe.each([true, false])('native shell and apply_patch calls (stream: %s)', 
     expect(input[6]).toMatchObject({ status: 'failed', output: expect.stringMatching(/path/) });
   });
 
+  it('applies apply_patch_call operations in the workspace and answers each with its status', async () => {
+    const name = `native-${stream}.txt`;
+    const { server } = await scripted(
+      [
+        { output: [patchCall('p1', { type: 'create_file', path: name, diff: '+alpha\n+beta\n' })] },
+        { output: [patchCall('p2', { type: 'update_file', path: name, diff: '@@\n alpha\n-beta\n+gamma\n' }), patchCall('p3', { type: 'update_file', path: '.git/config', diff: '@@\n+[core]\n' })] },
+        { output: [messageItem('done')] },
+      ],
+      { stream },
+    );
+    expect(readFileSync(join(workspace, name), 'utf8')).toBe('alpha\ngamma\n');
+    expect(existsSync(join(workspace, '.git', 'config'))).toBe(false);
+    expect(inputOf(server.requests[1]).at(-1)).toMatchObject({ type: 'apply_patch_call_output', call_id: 'p1', status: 'completed' });
+    const outputs = inputOf(server.requests[2]).filter((item) => item.type === 'apply_patch_call_output');
+    expect(outputs.map((item) => [item.call_id, item.status])).toEqual([['p1', 'completed'], ['p2', 'completed'], ['p3', 'failed']]);
+    const tools = server.requests[0]!.tools as Array<Record<string, unknown>>;
+    expect(tools).toContainEqual({ type: 'apply_patch' });
+    expect(tools.some((tool) => tool.name === 'apply_patch')).toBe(false);
+  });
+
   it('reports a command past its timeout_ms as a timeout', async () => {
     const { server } = await scripted([{ output: [shellCall('sh3', ['sleep 5'], { timeout_ms: 300 })] }, { output: [messageItem('done')] }], { stream });
     expect(inputOf(server.requests[1]).at(-1)).toMatchObject({ type: 'shell_call_output', output: [{ outcome: { type: 'timeout' } }] });

@@ -75,6 +75,9 @@ export function createApplyPatchTool(options: { files: WorkspaceFiles }): Worker
     schema,
     executionMode: 'sequential',
     isDestructive: true,
+    // The Responses API's own `apply_patch` tool runs here: the controller sends each apply_patch_call
+    // operation as this tool's patch text (controller/loop/native-calls.ts).
+    nativeTool: 'apply_patch',
     describeActivity: (params) => `Patching ${describeNames(namesIn(params.patch))}`,
     describeCompletedActivity: (params, result) => {
       const count = (result.details as { files?: unknown[] } | undefined)?.files?.length;
