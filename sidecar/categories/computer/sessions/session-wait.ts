@@ -1,0 +1,150 @@
+import type { CommandSession } from './command-session.js';
+import type { UntilMatcher } from './until-pattern.js';
+
+/**
+ * How long output must stay quiet, once the program has answered, before a call returns.
+ * A program answering one input writes it in pieces a few milliseconds apart at most: a REPL's
+ * value then its prompt, a shell's output then its prompt, a test runner's line-buffered lines
+ * (under a loaded machine, 1 to 5 ms between them). 30 ms is several times that gap, and small
+ * against a model's step (seconds): 20 REPL steps pay 0.6 s in all (bench "sessions", Python REPL
+ * row). A program that pauses longer between two parts of one answer (a compile that prints
+ * "Compiling..." then the result) returns at the first part: `until` names what ends the answer,
+ * or the next read takes the rest; nothing is lost.
+ */
+export const SETTLE_MS = 30;
+
+/**
+ * Characters one call waits for at most before it returns (`budget`). Equal to what one call
+ * streams as live events: past it nothing streams, and the result keeps only head and tail of what
+ * comes, so waiting longer would only cut more from the middle. Not the result's own size (100,000
+ * by default): a chatty command read in turns would then take a round trip per 100 KB.
+ */
+export const OUTPUT_BUDGET_CHARS = 1_000_000;
+
+/** What ended a call's wait on a session. */
+export type WaitEnd = 'exit' | 'quiet' | 'until' | 'budget' | 'timeout' | 'aborted';
+
+/** What the wait was asked to watch for. */
+export interface WaitOptions {
+  /** The longest wait (the call's `yield_ms`, already bounded). */
+  yieldMs: number;
+  /** The call's `until`: while given, quiet does not end the wait (the model named the end). */
+  until?: UntilMatcher;
+  /**
+   * Output already held that counts as an answer: the unread output for read_session. For
+   * write_session nothing earlier counts (a compile's earlier output is not its answer).
+   */
+  seen?: string;
+  /**
+   * The input just written to a terminal: the terminal echoes it at once, and that echo is not
+   * the program's answer (else `ls\n` in a shell would return on its own echo, before `ls` ran).
+   */
+  echo?: string;
+  settleMs?: number;
+  budgetChars?: number;
+}
+
+/** How the wait ended and how long it took. */
+export interface WaitOutcome {
+  endedBy: WaitEnd;
+  waitedMs: number;
+  /** The `until` the call gave, as the model wrote it (for the status line). */
+  until?: string;
+}
+
+/**
+ * Waits on `session` until the first of: the command ended (`exit`); the program answered (output
+ * other than the input's echo arrived) and then printed nothing for `settleMs` (`quiet`, only
+ * without `until`); `until` was seen in the output since the wait began (or in `seen`); that
+ * output reached `budgetChars` (`budget`); `yieldMs` passed (`timeout`); `signal` aborted
+ * (`aborted`). With no answer at all it waits the whole `yieldMs`: a program that answers after a
+ * pause (a compile) is not cut short. Never rejects; leaves the session running.
+ */
+export function waitForAnswer(session: CommandSession, options: WaitOptions, signal: AbortSignal): Promise<WaitOutcome> {
+  const started = performance.now();
+  const settleMs = options.settleMs ?? SETTLE_MS;
+  const budget = options.budgetChars ?? OUTPUT_BUDGET_CHARS;
+  const until = options.until;
+  const outcome = (endedBy: WaitEnd): WaitOutcome => ({ endedBy, waitedMs: Math.round(performance.now() - started), ...(until ? { until: until.description } : {}) });
+  const seen = options.seen ?? '';
+  if (!session.running) return Promise.resolve(outcome('exit'));
+  if (seen !== '' && until?.feed(seen)) return Promise.resolve(outcome('until'));
+  if (signal.aborted) return Promise.resolve(outcome('aborted'));
+  if (options.yieldMs <= 0) return Promise.resolve(outcome('timeout'));
+
+  return new Promise<WaitOutcome>((resolve) => {
+    let received = 0;
+    let echo = options.echo ?? '';
+    let answered = seen !== '';
+    let quietTimer: NodeJS.Timeout | undefined;
+    let done = false;
+    const finish = (endedBy: WaitEnd) => {
+      if (done) return;
+      done = true;
+      clearTimeout(deadline);
+      clearTimeout(quietTimer);
+      stop();
+      signal.removeEventListener('abort', onAbort);
+      resolve(outcome(endedBy));
+    };
+    const armQuiet = () => {
+      if (until) return;
+      clearTimeout(quietTimer);
+      quietTimer = setTimeout(() => finish('quiet'), settleMs);
+    };
+    const onAbort = () => finish('aborted');
+    const deadline = setTimeout(() => finish('timeout'), options.yieldMs);
+    const stop = session.onOutput((text) => {
+      received += text.length;
+      if (until?.feed(text)) return finish('until');
+      if (received >= budget) return finish('budget');
+      if (!answered) {
+        const echoed = commonPrefixLength(echo, text);
+        if (echoed === text.length) {
+          // All of it is the terminal echoing the input back: no answer yet.
+          echo = echo.slice(echoed);
+          return;
+        }
+        echo = '';
+        answered = true;
+      }
+      armQuiet();
+    });
+    signal.addEventListener('abort', onAbort, { once: true });
+    void session.ended.then(() => finish('exit'));
+    if (answered) armQuiet();
+  });
+}
+
+/**
+ * What a terminal echoes for `input` typed into it: the line discipline turns Enter (`\n` or `\r`)
+ * into `\r\n`. Control characters echo as `^C` and the like, which then counts as an answer.
+ */
+export function terminalEcho(input: string): string {
+  return input.replace(/\r\n|\r|\n/g, '\r\n');
+}
+
+function commonPrefixLength(a: string, b: string): number {
+  const length = Math.min(a.length, b.length);
+  let index = 0;
+  while (index < length && a.charCodeAt(index) === b.charCodeAt(index)) index++;
+  return index;
+}
+
+/** The status line's words for how a wait ended (empty for `exit`: the status says it). */
+export function describeWait(wait: WaitOutcome, yieldMs: number): string {
+  switch (wait.endedBy) {
+    case 'exit':
+      return '';
+    case 'quiet':
+      return `returned after ${wait.waitedMs} ms: the output went quiet`;
+    case 'until':
+      return `returned after ${wait.waitedMs} ms: ${wait.until} appeared`;
+    case 'budget':
+      return `returned after ${wait.waitedMs} ms: ${OUTPUT_BUDGET_CHARS} characters arrived (read_session for more)`;
+    case 'aborted':
+      return 'returned early: the call was cancelled';
+    case 'timeout':
+      return yieldMs === 0 ? '' : `returned at yield_ms (${yieldMs} ms)${wait.until ? ` without seeing ${wait.until}` : ''}`;
+  }
+}
