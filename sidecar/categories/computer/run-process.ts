@@ -1,6 +1,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import { HeadTailBuffer } from './head-tail-buffer.js';
 import type { ProcessGroupReaper } from './process-group-reaper.js';
+import type { JoinNetwork } from './sandbox/bwrap-argv.js';
 import type { SandboxPolicy } from './sandbox/sandbox-policy.js';
 import { startProcess } from './sandbox/start-process.js';
 
@@ -38,6 +39,8 @@ export interface RunProcessOptions {
   maxStreamedChars?: number;
   /** Ties the command's group to the sidecar's life. Default: the process's shared reaper. */
   reaper?: ProcessGroupReaper;
+  /** Run in the agent's network namespace (agent-network.ts); the caller holds the lease. */
+  joinNetwork?: JoinNetwork;
 }
 
 /**
@@ -81,6 +84,7 @@ export async function runProcess(options: RunProcessOptions): Promise<ProcessOut
     env: options.env,
     policy: options.policy,
     ...(options.reaper ? { reaper: options.reaper } : {}),
+    ...(options.joinNetwork ? { joinNetwork: options.joinNetwork } : {}),
   });
   const { child, pid } = proc;
   const killGroup = (_pid: number, signal: NodeJS.Signals) => proc.killGroup(signal);

@@ -3,7 +3,8 @@
  * here: `startProcess` to spawn, `prepareCommand` for the exec of a PTY library, `policyFor` for a
  * turn's policy, `checkFileAccess` for the file tools.
  */
-export { buildSandboxArgv, type CommandSpec, type ExecSpec, type ProxyEndpoint } from './bwrap-argv.js';
+export { agentNetworkSupport, AgentNetworks, sharedAgentNetworks, type AgentNetworkLease, type AgentNetworkSupport } from './agent-network.js';
+export { buildSandboxArgv, type CommandSpec, type ExecSpec, type JoinNetwork, type ProxyEndpoint } from './bwrap-argv.js';
 export { checkFileAccess, hiddenPathTest } from './file-access.js';
 export { hostAllowed, networkProxyFor, startNetworkProxy, type NetworkProxy } from './network-proxy.js';
 export { defaultSandboxSettings, describeNetwork, effectivePolicy, parseNetworkPolicy, parseSandboxMode } from './sandbox-policy.js';

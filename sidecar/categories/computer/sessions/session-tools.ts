@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { defineWorkerTool, textResult, ToolRuntimeError, type WorkerAgentTool } from '../../../../src/index.js';
 import type { CategoryConfig } from '../../category-config.js';
 import type { TurnContext } from '../../category.js';
-import type { SandboxPolicy } from '../sandbox/index.js';
+import { sharedAgentNetworks, type AgentNetworks, type SandboxPolicy } from '../sandbox/index.js';
 import { commandEnv } from '../command-env.js';
 import { instanceEnv } from '../leftover-commands.js';
 import { resolveWorkspacePath } from '../workspace-path.js';
@@ -66,6 +66,8 @@ export interface SessionToolsOptions {
   /** The sandbox this turn's sessions run under (the same as its run_command's). */
   policy: SandboxPolicy;
   table: SessionTable;
+  /** The agents' shared network namespaces (default: the process's). */
+  networks?: AgentNetworks;
 }
 
 /**
@@ -83,6 +85,7 @@ export interface SessionToolsOptions {
  */
 export function createSessionTools(options: SessionToolsOptions): WorkerAgentTool[] {
   const { config, turn, table, policy } = options;
+  const networks = options.networks ?? sharedAgentNetworks();
   const agentId = turn.agentId;
   const maxChars = config.limits.maxResultTextChars;
 
@@ -106,8 +109,18 @@ export function createSessionTools(options: SessionToolsOptions): WorkerAgentToo
       if (!tty && (params.cols !== undefined || params.rows !== undefined)) throw new ToolRuntimeError('invalid_arguments', 'cols and rows size a terminal: give them with tty: true (a session with pipes has no terminal)');
       const matcher = params.until !== undefined ? parseUntil(params.until) : undefined;
       const env = { ...commandEnv({ allowList: config.commandEnvAllowList, extra: config.commandEnv }), ...instanceEnv() };
-      const exec = await sessionCommandArgv({ command: params.command, cwd, env, tty, policy });
-      const session = await table.start({ agentId, command: params.command, exec, tty, cols: params.cols ?? TERMINAL.cols, rows: params.rows ?? TERMINAL.rows });
+      // The agent's network namespace, made if it has none: a session is what another command of the
+      // agent may want to reach (a dev server). Held for the session's life.
+      const lease = await networks.acquire(agentId, policy, { create: true });
+      let session;
+      try {
+        const exec = await sessionCommandArgv({ command: params.command, cwd, env, tty, policy, ...(lease ? { joinNetwork: lease.join } : {}) });
+        session = await table.start({ agentId, command: params.command, exec, tty, cols: params.cols ?? TERMINAL.cols, rows: params.rows ?? TERMINAL.rows });
+      } catch (error) {
+        lease?.release();
+        throw error;
+      }
+      if (lease) void session.ended.then(() => lease.release());
       return session.serialize(async () => {
         const yieldFor = boundedYield(params.yield_ms, DEFAULT_START_YIELD_MS, context);
         // Everything since the start is the answer: output held already counts.
