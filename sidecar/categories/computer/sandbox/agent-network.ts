@@ -5,7 +5,8 @@ import { sharedProcessGroupReaper, type ProcessGroupReaper } from '../process-gr
 import { SANDBOX_PROXY_PORT, SANDBOX_PROXY_SOCKET, type JoinNetwork } from './bwrap-argv.js';
 import { networkProxyFor } from './network-proxy.js';
 import { describeNetwork, type SandboxPolicy } from './sandbox-policy.js';
-import { sandboxProbe } from './sandbox-probe.js';
+import { ToolRuntimeError } from '../../../../src/index.js';
+import { sandboxProbe, sandboxUnavailableError } from './sandbox-probe.js';
 
 /** A hold on an agent's network: its commands join it while the lease is held. */
 export interface AgentNetworkLease {
@@ -80,8 +81,8 @@ export class AgentNetworks {
    * their own: the policy is unsandboxed or leaves the network on, the machine cannot share one
    * (agentNetworkSupport), or `create` is false and the agent has none now.
    *
-   * @throws ToolRuntimeError `sandbox_unavailable` from the sandbox probe or the proxy; Error when
-   *   the holder does not come up (its message says why).
+   * @throws ToolRuntimeError `sandbox_unavailable` when the sandbox or the proxy cannot be had, or
+   *   the holder does not come up (the message says why and the fix): nothing may run then.
    */
   async acquire(agentId: string, policy: SandboxPolicy, options: { create: boolean }): Promise<AgentNetworkLease | undefined> {
     if (policy.mode === 'off' || policy.network.mode === 'on') return undefined;
@@ -132,7 +133,7 @@ export class AgentNetworks {
 
   private async startHolder(policy: SandboxPolicy): Promise<Holder> {
     const probe = await sandboxProbe();
-    if (!probe.ok) throw new Error(`no sandbox: ${probe.cause}`);
+    if (!probe.ok) throw sandboxUnavailableError(probe);
     const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
     let script = 'echo ready; exec sleep infinity';
     if (policy.network.mode === 'allow') {
@@ -150,7 +151,7 @@ export class AgentNetworks {
     args.push('--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--cap-drop', 'ALL', '--new-session', '--die-with-parent', '--info-fd', '3', '--', '/bin/bash', '-c', script, 'tools-runtime-agent-network');
     const child = spawn(probe.bwrap, args, { detached: true, stdio: ['ignore', 'pipe', 'ignore', 'pipe'] });
     const group = child.pid;
-    if (group === undefined) throw new Error(`the agent's network holder did not start (${probe.bwrap})`);
+    if (group === undefined) throw new ToolRuntimeError('sandbox_unavailable', `nothing was run: the agent's network namespace could not be made (${probe.bwrap} did not start)`);
     const reaper = this.reaper();
     reaper.track(group);
     const holder: Holder = { child, group, netns: '', refs: 0, closed: false };
@@ -188,7 +189,7 @@ function holderReady(child: ChildProcess): Promise<string> {
     const fail = (why: string) => {
       clearTimeout(timer);
       child.off('exit', onExit);
-      reject(new Error(`the agent's network holder failed: ${why}`));
+      reject(new ToolRuntimeError('sandbox_unavailable', `nothing was run: the agent's network namespace could not be made (its holder, a bwrap sandbox, failed: ${why}). Fix: check that bwrap runs here (the sidecar's start-up line), or start the sidecar with --network on.`));
     };
     const onExit = (code: number | null, signal: string | null) => fail(`it exited (${code ?? signal}) before it was ready`);
     child.once('exit', onExit);

@@ -1,4 +1,5 @@
 import type { CommandSession } from './command-session.js';
+import { programWaiting } from './program-waiting.js';
 import type { UntilMatcher } from './until-pattern.js';
 
 /**
@@ -12,6 +13,15 @@ import type { UntilMatcher } from './until-pattern.js';
  * or the next read takes the rest; nothing is lost.
  */
 export const SETTLE_MS = 30;
+
+/**
+ * Before the settle time is out, the session's processes are looked at this long after the last
+ * output: when all of them sleep (the program reads its input again), it has answered, and the
+ * call returns then rather than after the whole 30 ms. An echo through a PTY `cat` returns in about
+ * the call's own cost (bench "sessions", echo row). Several looks because the program may still be
+ * running for a moment after the output reached the sidecar (on its way back to `read`).
+ */
+const WAITING_CHECKS_MS = [1, 3, 7, 15];
 
 /**
  * Characters one call waits for at most before it returns (`budget`). Equal to what one call
@@ -42,6 +52,8 @@ export interface WaitOptions {
   echo?: string;
   settleMs?: number;
   budgetChars?: number;
+  /** Whether the program waits (all its processes sleep); default: programWaiting(session.pid). */
+  waiting?: () => boolean;
 }
 
 /** How the wait ended and how long it took. */
@@ -72,17 +84,21 @@ export function waitForAnswer(session: CommandSession, options: WaitOptions, sig
   if (signal.aborted) return Promise.resolve(outcome('aborted'));
   if (options.yieldMs <= 0) return Promise.resolve(outcome('timeout'));
 
+  const waiting = options.waiting ?? (() => programWaiting(session.pid));
   return new Promise<WaitOutcome>((resolve) => {
     let received = 0;
-    let echo = options.echo ?? '';
+    const echo = options.echo ?? '';
+    let sinceWrite = '';
     let answered = seen !== '';
     let quietTimer: NodeJS.Timeout | undefined;
+    let checkTimer: NodeJS.Timeout | undefined;
     let done = false;
     const finish = (endedBy: WaitEnd) => {
       if (done) return;
       done = true;
       clearTimeout(deadline);
       clearTimeout(quietTimer);
+      clearTimeout(checkTimer);
       stop();
       signal.removeEventListener('abort', onAbort);
       resolve(outcome(endedBy));
@@ -90,7 +106,17 @@ export function waitForAnswer(session: CommandSession, options: WaitOptions, sig
     const armQuiet = () => {
       if (until) return;
       clearTimeout(quietTimer);
+      clearTimeout(checkTimer);
       quietTimer = setTimeout(() => finish('quiet'), settleMs);
+      const lastOutput = performance.now();
+      let step = 0;
+      const check = () => {
+        if (waiting()) return finish('quiet');
+        step += 1;
+        const next = WAITING_CHECKS_MS[step];
+        if (next !== undefined && next < settleMs) checkTimer = setTimeout(check, Math.max(0, next - (performance.now() - lastOutput)));
+      };
+      if (WAITING_CHECKS_MS[0]! < settleMs) checkTimer = setTimeout(check, WAITING_CHECKS_MS[0]);
     };
     const onAbort = () => finish('aborted');
     const deadline = setTimeout(() => finish('timeout'), options.yieldMs);
@@ -99,13 +125,9 @@ export function waitForAnswer(session: CommandSession, options: WaitOptions, sig
       if (until?.feed(text)) return finish('until');
       if (received >= budget) return finish('budget');
       if (!answered) {
-        const echoed = commonPrefixLength(echo, text);
-        if (echoed === text.length) {
-          // All of it is the terminal echoing the input back: no answer yet.
-          echo = echo.slice(echoed);
-          return;
-        }
-        echo = '';
+        sinceWrite += text;
+        // All of it so far is the terminal echoing the input back: no answer yet.
+        if (echo !== '' && sinceWrite.length <= echo.length * 4 + 256 && isEchoOf(sinceWrite, echo)) return;
         answered = true;
       }
       armQuiet();
@@ -116,19 +138,21 @@ export function waitForAnswer(session: CommandSession, options: WaitOptions, sig
   });
 }
 
-/**
- * What a terminal echoes for `input` typed into it: the line discipline turns Enter (`\n` or `\r`)
- * into `\r\n`. Control characters echo as `^C` and the like, which then counts as an answer.
- */
-export function terminalEcho(input: string): string {
-  return input.replace(/\r\n|\r|\n/g, '\r\n');
+/** Escape sequences a line editor writes around its echo (cursor moves, modes such as bracketed paste), and carriage returns. */
+const DECORATION = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78]|\r/g;
+
+/** Whether `output` is (the start of) the terminal's echo of `input`, decorations aside. */
+function isEchoOf(output: string, input: string): boolean {
+  return input.replace(DECORATION, '').startsWith(output.replace(DECORATION, ''));
 }
 
-function commonPrefixLength(a: string, b: string): number {
-  const length = Math.min(a.length, b.length);
-  let index = 0;
-  while (index < length && a.charCodeAt(index) === b.charCodeAt(index)) index++;
-  return index;
+/**
+ * What a terminal echoes for `input` typed into it: the line discipline turns Enter (`\n` or `\r`)
+ * into `\r\n` (compared without the `\r`). Control characters echo as `^C` and the like, which
+ * then counts as an answer.
+ */
+export function terminalEcho(input: string): string {
+  return input.replace(/\r\n|\r/g, '\n');
 }
 
 /** The status line's words for how a wait ended (empty for `exit`: the status says it). */
