@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import { sharedProcessGroupReaper, type ProcessGroupReaper } from '../process-group-reaper.js';
@@ -7,6 +7,7 @@ import { networkProxyFor } from './network-proxy.js';
 import { describeNetwork, type SandboxPolicy } from './sandbox-policy.js';
 import { ToolRuntimeError } from '../../../../src/index.js';
 import { sandboxProbe, sandboxUnavailableError } from './sandbox-probe.js';
+import { spawnPrepared } from './start-process.js';
 
 /** A hold on an agent's network: its commands join it while the lease is held. */
 export interface AgentNetworkLease {
@@ -149,7 +150,8 @@ export class AgentNetworks {
     }
     // The holder runs nothing of the model's; it is confined like a command all the same.
     args.push('--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--cap-drop', 'ALL', '--new-session', '--die-with-parent', '--info-fd', '3', '--', '/bin/bash', '-c', script, 'tools-runtime-agent-network');
-    const child = spawn(probe.bwrap, args, { detached: true, stdio: ['ignore', 'pipe', 'ignore', 'pipe'] });
+    // Through the one spawn of a prepared command (its own process group), as every sandbox is.
+    const child = spawnPrepared({ file: probe.bwrap, args, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, cwd: '/' }, ['ignore', 'pipe', 'ignore', 'pipe']);
     const group = child.pid;
     if (group === undefined) throw new ToolRuntimeError('sandbox_unavailable', `nothing was run: the agent's network namespace could not be made (${probe.bwrap} did not start)`);
     const reaper = this.reaper();
