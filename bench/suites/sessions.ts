@@ -265,22 +265,24 @@ async function pythonRepl(turn: TurnDriver): Promise<{ totalMs: number; waitedMs
   return { totalMs, waitedMs };
 }
 
-/** run_command `true` round trips, ms: alone (its own namespace), then while a session holds the agent's. */
-async function commandStarts(turn: TurnDriver): Promise<{ own: number[]; joined: number[] }> {
-  const runs = async () => {
-    const samples: number[] = [];
-    for (let index = 0; index < 60; index++) {
+/**
+ * run_command `true` round trips, ms, interleaved between two agents of the same sidecar: one with a
+ * session alive (its commands join the agent's namespace through nsenter), one without (each
+ * command gets a namespace of its own, as before). Interleaved so the machine's load moves both alike.
+ */
+async function commandStarts(joinedTurn: TurnDriver, ownTurn: TurnDriver): Promise<{ own: number[]; joined: number[] }> {
+  const id = await startSession(joinedTurn, { command: 'sleep 600', yield_ms: 0 });
+  const own: number[] = [];
+  const joined: number[] = [];
+  for (let index = 0; index < 110; index++) {
+    for (const [turn, samples] of [[ownTurn, own], [joinedTurn, joined]] as const) {
       const started = performance.now();
       const text = textOf(await turn.call(nextId(), 'run_command', { command: 'true' }));
       if (!text.startsWith('exit code 0')) throw new Error(text);
       if (index >= 10) samples.push(performance.now() - started);
     }
-    return samples;
-  };
-  const own = await runs();
-  const id = await startSession(turn, { command: 'sleep 600', yield_ms: 0 });
-  const joined = await runs();
-  await turn.call(nextId(), 'kill_session', { session_id: id });
+  }
+  await joinedTurn.call(nextId(), 'kill_session', { session_id: id });
   return { own, joined };
 }
 
@@ -297,7 +299,9 @@ export async function run(): Promise<BenchRow[]> {
     const answers = await directAnswers();
     const defaultEchoes = await defaultYieldEchoes(turn);
     const repl = await pythonRepl(turn);
-    const starts = await commandStarts(turn);
+    const alone = await openTurn(client, 'bench-agent-alone');
+    const starts = await commandStarts(turn, alone);
+    await alone.end();
     const pty = await rssPerSession(turn, pid, true);
     const pipe = await rssPerSession(turn, pid, false);
     const rates = { session: [] as number[], run: [] as number[] };
@@ -320,7 +324,7 @@ export async function run(): Promise<BenchRow[]> {
       { suite: 'sessions', name: 'echo through write_session with the default yield_ms, result returned, p50', value: defaultP50, unit: 'ms', reference: `PTY library's answer p50 + call floor p50 = ${answerReference.toFixed(2)} ms`, ratio: defaultP50 / answerReference, note: `target ratio ≤ 2 (before the settle rule: the whole 1,000 ms); p99 ${quantile(defaultEchoes, 0.99).toFixed(2)} ms; PTY cat with echo on, sandbox ${sandbox}` },
       { suite: 'sessions', name: 'Python REPL, 20 expressions with the defaults, calls in all', value: repl.totalMs, unit: 'ms', reference: '20 × the default yield_ms = 20,000 ms before the settle rule', ratio: repl.totalMs / 20_000, note: `target < 1,000 ms; of it the sidecar waited ${repl.waitedMs} ms; every answer checked whole (value and prompt); sandbox ${sandbox}` },
       sharedNetwork
-        ? { suite: 'sessions', name: "run_command start in the agent's network namespace, added p50", value: joinCost, unit: 'ms', reference: `its own namespace: run_command true p50 ${quantile(starts.own, 0.5).toFixed(2)} ms`, ratio: quantile(starts.joined, 0.5) / quantile(starts.own, 0.5), note: `target ≤ 3 ms; joined (nsenter, a session alive) p50 ${quantile(starts.joined, 0.5).toFixed(2)} ms, 50 runs each` }
+        ? { suite: 'sessions', name: "run_command start in the agent's network namespace, added p50", value: joinCost, unit: 'ms', reference: `its own namespace: run_command true p50 ${quantile(starts.own, 0.5).toFixed(2)} ms`, ratio: quantile(starts.joined, 0.5) / quantile(starts.own, 0.5), note: `target ≤ 3 ms; joined (nsenter, a session alive) p50 ${quantile(starts.joined, 0.5).toFixed(2)} ms, 100 runs each interleaved with the other agent's` }
         : { suite: 'sessions', name: "run_command start in the agent's network namespace, added p50", value: Number.NaN, unit: 'ms', note: `not measured: needs the sandbox and root (sandbox ${sandbox}, uid ${process.getuid?.()})` },
       { suite: 'sessions', name: 'echo round trip, write_session → echo seen over gRPC, p50', value: grpcP50, unit: 'ms', reference: `PTY library in-process p50 ${directP50.toFixed(2)} ms`, ratio: grpcP50 / directP50, note: `p99 ${quantile(overGrpc, 0.99).toFixed(2)} ms vs ${quantile(direct, 0.99).toFixed(2)} ms; sandbox ${sandbox} over gRPC, none in-process` },
       { suite: 'sessions', name: 'list_sessions round trip over gRPC, p50 (the call floor)', value: quantile(floor, 0.5), unit: 'ms', reference: 'echo round trip above', ratio: quantile(floor, 0.5) / grpcP50, note: 'what any call costs on this turn: most of the echo round trip' },

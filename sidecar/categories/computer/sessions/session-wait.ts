@@ -17,11 +17,12 @@ export const SETTLE_MS = 30;
 /**
  * Before the settle time is out, the session's processes are looked at this long after the last
  * output: when all of them sleep (the program reads its input again), it has answered, and the
- * call returns then rather than after the whole 30 ms. An echo through a PTY `cat` returns in about
- * the call's own cost (bench "sessions", echo row). Several looks because the program may still be
- * running for a moment after the output reached the sidecar (on its way back to `read`).
+ * call returns then rather than after the whole 30 ms. The first look is at once (by the time the
+ * sidecar has the output, a REPL or `cat` is usually back in `read`): an echo through a PTY `cat`
+ * then returns in about the call's own cost (bench "sessions", echo row). Later looks catch a
+ * program still on its way back to `read`.
  */
-const WAITING_CHECKS_MS = [1, 3, 7, 15];
+const WAITING_CHECKS_MS = [0, 2, 5, 10, 20];
 
 /**
  * Characters one call waits for at most before it returns (`budget`). Equal to what one call
