@@ -1,5 +1,6 @@
 import type { SidecarConfig } from './sidecar-config.js';
 import { describeNetwork } from './categories/computer/sandbox/sandbox-policy.js';
+import { agentNetworkSupport } from './categories/computer/sandbox/agent-network.js';
 import { sandboxProbe } from './categories/computer/sandbox/sandbox-probe.js';
 import { sandboxSettingsOf } from './categories/computer/sandbox/start-process.js';
 
@@ -18,6 +19,11 @@ export interface SandboxReport {
   fix?: string;
   /** Under `--sandbox off`: what is no longer covered. */
   warning?: string;
+  /**
+   * With the network off or `allow:`: whether an agent's commands and sessions share one network
+   * namespace (docs/sessions.md, "One network per agent"), or each keeps its own, and why.
+   */
+  agentNetwork?: string;
 }
 
 /** What `--sandbox off` gives up, said at start-up and in docs/sandbox.md. */
@@ -30,5 +36,9 @@ export async function sandboxReport(config: SidecarConfig): Promise<SandboxRepor
   const network = describeNetwork(settings.network);
   if (settings.mode === 'off') return { event: 'sandbox', mode: 'off', network, ok: true, warning: SANDBOX_OFF_WARNING };
   const probe = await sandboxProbe();
-  return probe.ok ? { event: 'sandbox', mode: settings.mode, network, ok: true } : { event: 'sandbox', mode: settings.mode, network, ok: false, cause: probe.cause, fix: probe.fix };
+  if (!probe.ok) return { event: 'sandbox', mode: settings.mode, network, ok: false, cause: probe.cause, fix: probe.fix };
+  if (settings.network.mode === 'on') return { event: 'sandbox', mode: settings.mode, network, ok: true };
+  const sharing = agentNetworkSupport();
+  const agentNetwork = sharing.shared ? 'one per agent, shared by its commands and sessions' : `one per command (a session's server is not reachable from the agent's other commands): ${sharing.reason}`;
+  return { event: 'sandbox', mode: settings.mode, network, ok: true, agentNetwork };
 }

@@ -31,8 +31,8 @@ let dir: string;
 let calls = 0;
 const id = () => `c${++calls}`;
 
-const start = (workspace: string, network: string) =>
-  startSidecar({ args: ['--workspace', workspace, '--state-dir', join(workspace, '.state'), '--sandbox', 'workspace-write', '--network', network, '--log-level', 'error'], timeoutMs: 60_000 });
+const start = (workspace: string, network: string, logLevel = 'error') =>
+  startSidecar({ args: ['--workspace', workspace, '--state-dir', join(workspace, '.state'), '--sandbox', 'workspace-write', '--network', network, '--log-level', logLevel], timeoutMs: 60_000 });
 
 /** The sidecar's network holders (outer bwrap processes), found under its process tree. */
 function holdersOf(sidecar: StartedSidecar): ProcessEntry[] {
@@ -126,10 +126,11 @@ describe('one network namespace per agent (--network off)', suite, () => {
     client.close();
   });
 
-  it('leaves no namespace holder when the sidecar is SIGKILLed', async () => {
-    const own = await start(workspace, 'off');
+  it('says so at start-up, and leaves no namespace holder when the sidecar is SIGKILLed', async () => {
+    const own = await start(workspace, 'off', 'info');
     const client = createClient(own.address);
     try {
+      expect(await waitFor(() => (own.stderr().includes('one per agent, shared by its commands and sessions') ? true : undefined), 10_000)).toBe(true);
       const turn = await openTurn(client, 'agent-net-killed');
       await turn.call(id(), 'start_command', { command: 'sleep 300', yield_ms: 0 });
       const holders = holdersOf(own);
