@@ -99,11 +99,11 @@ describe(`a session call returns when the program has answered (sandbox: ${testS
     await call('kill_session', { session_id: id });
   });
 
-  it('names exit when the command ended, and budget when a million characters came first', async () => {
+  it('names exit when the command ended, and budget when ten million characters came first', async () => {
     const ended = await call('start_command', { command: 'echo bye; exit 3', yield_ms: 10_000 });
     expect(ended.endedBy).toBe('exit');
     expect(ended.text).toContain('exit code 3');
-    const chatty = await call('start_command', { command: "yes 'a chatty line' | head -c 3000000; sleep 30", yield_ms: 20_000 });
+    const chatty = await call('start_command', { command: "yes 'a chatty line' | head -c 12000000; sleep 30", yield_ms: 20_000 });
     expect(chatty.endedBy).toBe('budget');
     expect(chatty.running).toBe(true);
     const id = /session (s\d+)/.exec(chatty.text)![1]!;

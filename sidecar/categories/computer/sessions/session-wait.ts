@@ -1,5 +1,5 @@
 import type { CommandSession } from './command-session.js';
-import { programWaiting } from './program-waiting.js';
+import { programState, type ProgramState } from './program-waiting.js';
 import type { UntilMatcher } from './until-pattern.js';
 
 /**
@@ -25,12 +25,21 @@ export const SETTLE_MS = 30;
 const WAITING_CHECKS_MS = [0, 2, 5, 10, 20];
 
 /**
- * Characters one call waits for at most before it returns (`budget`). Equal to what one call
- * streams as live events: past it nothing streams, and the result keeps only head and tail of what
- * comes, so waiting longer would only cut more from the middle. Not the result's own size (100,000
- * by default): a chatty command read in turns would then take a round trip per 100 KB.
+ * While the command is on its way out (a process of it exited, not yet reaped), quiet waits for the
+ * exit, whose code is the better answer, up to this long in all: a zombie the program never reaps
+ * must not hold every call.
  */
-export const OUTPUT_BUDGET_CHARS = 1_000_000;
+const ENDING_GRACE_MS = 500;
+
+/**
+ * Characters one call waits for at most before it returns (`budget`): ten times what one call
+ * streams live (a million, past which nothing streams), a hundred times what a result shows (head
+ * and tail of 100,000 by default). Past it, waiting longer only moves the tail the result keeps.
+ * Not smaller: a chatty command read in turns would then take a round trip per budget, and each
+ * round trip keeps another head and tail of output that was cut anyway (the 100 MB test in
+ * command-sessions.test.ts keeps under 2 % of it).
+ */
+export const OUTPUT_BUDGET_CHARS = 10_000_000;
 
 /** What ended a call's wait on a session. */
 export type WaitEnd = 'exit' | 'quiet' | 'until' | 'budget' | 'timeout' | 'aborted';
@@ -53,8 +62,8 @@ export interface WaitOptions {
   echo?: string;
   settleMs?: number;
   budgetChars?: number;
-  /** Whether the program waits (all its processes sleep); default: programWaiting(session.pid). */
-  waiting?: () => boolean;
+  /** What the program's processes do now; default: programState(session.pid). */
+  state?: () => ProgramState;
 }
 
 /** How the wait ended and how long it took. */
@@ -85,7 +94,7 @@ export function waitForAnswer(session: CommandSession, options: WaitOptions, sig
   if (signal.aborted) return Promise.resolve(outcome('aborted'));
   if (options.yieldMs <= 0) return Promise.resolve(outcome('timeout'));
 
-  const waiting = options.waiting ?? (() => programWaiting(session.pid));
+  const state = options.state ?? (() => programState(session.pid));
   return new Promise<WaitOutcome>((resolve) => {
     let received = 0;
     const echo = options.echo ?? '';
@@ -93,6 +102,7 @@ export function waitForAnswer(session: CommandSession, options: WaitOptions, sig
     let answered = seen !== '';
     let quietTimer: NodeJS.Timeout | undefined;
     let checkTimer: NodeJS.Timeout | undefined;
+    let confirm: NodeJS.Immediate | undefined;
     let done = false;
     const finish = (endedBy: WaitEnd) => {
       if (done) return;
@@ -100,19 +110,36 @@ export function waitForAnswer(session: CommandSession, options: WaitOptions, sig
       clearTimeout(deadline);
       clearTimeout(quietTimer);
       clearTimeout(checkTimer);
+      clearImmediate(confirm);
       stop();
       signal.removeEventListener('abort', onAbort);
       resolve(outcome(endedBy));
+    };
+    let endingSince: number | undefined;
+    const settled = () => {
+      const now = performance.now();
+      if (state() === 'ending' && now - (endingSince ??= now) < ENDING_GRACE_MS) {
+        quietTimer = setTimeout(settled, settleMs);
+        return;
+      }
+      finish('quiet');
     };
     const armQuiet = () => {
       if (until) return;
       clearTimeout(quietTimer);
       clearTimeout(checkTimer);
-      quietTimer = setTimeout(() => finish('quiet'), settleMs);
+      clearImmediate(confirm);
+      quietTimer = setTimeout(settled, settleMs);
       const lastOutput = performance.now();
       let step = 0;
       const check = () => {
-        if (waiting()) return finish('quiet');
+        if (state() === 'waiting') {
+          // Timers run before the loop polls for I/O: output the program wrote before it went to
+          // sleep (or that it is blocked writing, the pipe full) may still wait in the pipe. Decide
+          // after the next poll; output read there re-arms all this and cancels it.
+          confirm = setImmediate(() => finish('quiet'));
+          return;
+        }
         step += 1;
         const next = WAITING_CHECKS_MS[step];
         if (next !== undefined && next < settleMs) checkTimer = setTimeout(check, Math.max(0, next - (performance.now() - lastOutput)));
