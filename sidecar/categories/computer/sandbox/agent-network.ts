@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
+import { accessSync, closeSync, constants, fstatSync, openSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { sharedProcessGroupReaper, type ProcessGroupReaper } from '../process-group-reaper.js';
 import { SANDBOX_PROXY_PORT, SANDBOX_PROXY_SOCKET, type JoinNetwork } from './bwrap-argv.js';
@@ -21,7 +21,9 @@ interface Holder {
   child: ChildProcess;
   /** The holder's outer bwrap: its process group. */
   group: number;
+  /** `/proc/<sidecar>/fd/<n>`: the sidecar's own descriptor on the namespace (see pinNamespace). */
   netns: string;
+  fd: number | undefined;
   refs: number;
   closed: boolean;
 }
@@ -61,7 +63,7 @@ export function agentNetworkSupport(): AgentNetworkSupport {
  * sandbox with a network namespace of its own (bwrap brings its loopback up) running `sleep`, or
  * under `allow:` the socat that bridges 127.0.0.1:3128 to the sidecar's proxy, once for the agent
  * rather than once per command (two would clash on the port). Commands join it through
- * `nsenter --net=/proc/<holder>/ns/net bwrap ...` without `--unshare-net`, so an agent's commands
+ * `nsenter --net=/proc/<sidecar>/fd/<n> bwrap ...` (see pinNamespace) without `--unshare-net`, so an agent's commands
  * and sessions share one loopback and nothing else: not the host's, not another agent's.
  *
  * Lifetime: counted leases. A session takes one for its life; run_command takes one only when the
@@ -124,6 +126,9 @@ export class AgentNetworks {
   }
 
   private stop(holder: Holder): void {
+    if (holder.fd !== undefined) closeSync(holder.fd);
+    holder.fd = undefined;
+    if (holder.closed) return;
     holder.closed = true;
     try {
       process.kill(-holder.group, 'SIGKILL');
@@ -156,13 +161,15 @@ export class AgentNetworks {
     if (group === undefined) throw new ToolRuntimeError('sandbox_unavailable', `nothing was run: the agent's network namespace could not be made (${probe.bwrap} did not start)`);
     const reaper = this.reaper();
     reaper.track(group);
-    const holder: Holder = { child, group, netns: '', refs: 0, closed: false };
+    const holder: Holder = { child, group, netns: '', fd: undefined, refs: 0, closed: false };
     child.once('exit', () => {
-      holder.closed = true;
+      // Killed from outside, or stopped: no command joins it any more (the next gets a new one).
+      this.stop(holder);
       reaper.release(group);
     });
     try {
-      holder.netns = await holderReady(child);
+      holder.fd = pinNamespace(await holderReady(child));
+      holder.netns = `/proc/${process.pid}/fd/${holder.fd}`;
     } catch (error) {
       this.stop(holder);
       throw error;
@@ -172,6 +179,25 @@ export class AgentNetworks {
     for (const stream of [child.stdout, child.stdio[3]]) (stream as { unref?: () => void } | null)?.unref?.();
     return holder;
   }
+}
+
+/**
+ * Opens the holder's namespace and returns the descriptor. Commands join through the sidecar's own
+ * descriptor (`/proc/<sidecar>/fd/<n>`), never through the holder's pid: a pid is reused once its
+ * process is gone, and a command started in that moment would join whatever namespace the new
+ * process has (the host's, say). The descriptor names the namespace itself, for as long as it is
+ * open (closed when the holder stops; Node opens it close-on-exec, so no command inherits it).
+ *
+ * @throws ToolRuntimeError `sandbox_unavailable` when it is the sidecar's own namespace (nothing
+ *   may run in the host's network by accident).
+ */
+function pinNamespace(path: string): number {
+  const fd = openSync(path, 'r');
+  if (fstatSync(fd).ino === statSync('/proc/self/ns/net').ino) {
+    closeSync(fd);
+    throw new ToolRuntimeError('sandbox_unavailable', `nothing was run: the agent's network holder is in the sidecar's own network namespace (${path}), not a new one`);
+  }
+  return fd;
 }
 
 /** Resolves with the holder's namespace path once bwrap reported its child and the script said ready. */
