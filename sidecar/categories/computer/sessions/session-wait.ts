@@ -32,6 +32,13 @@ const WAITING_CHECKS_MS = [0, 2, 5, 10, 20];
 const ENDING_GRACE_MS = 500;
 
 /**
+ * A piece of output this large means the program is streaming (the pipe held a full buffer), not
+ * answering one input: the processes are not looked at after it, only the settle time counts. Saves
+ * a walk of /proc per piece of a chatty command's output (bench "sessions", chatty row).
+ */
+const STREAMING_PIECE_CHARS = 4_096;
+
+/**
  * Characters one call waits for at most before it returns (`budget`): ten times what one call
  * streams live (a million, past which nothing streams), a hundred times what a result shows (head
  * and tail of 100,000 by default). Past it, waiting longer only moves the tail the result keeps.
@@ -124,12 +131,13 @@ export function waitForAnswer(session: CommandSession, options: WaitOptions, sig
       }
       finish('quiet');
     };
-    const armQuiet = () => {
+    const armQuiet = (pieceChars: number) => {
       if (until) return;
       clearTimeout(quietTimer);
       clearTimeout(checkTimer);
       clearImmediate(confirm);
       quietTimer = setTimeout(settled, settleMs);
+      if (pieceChars >= STREAMING_PIECE_CHARS) return;
       const lastOutput = performance.now();
       let step = 0;
       const check = () => {
@@ -158,11 +166,11 @@ export function waitForAnswer(session: CommandSession, options: WaitOptions, sig
         if (echo !== '' && sinceWrite.length <= echo.length * 4 + 256 && isEchoOf(sinceWrite, echo)) return;
         answered = true;
       }
-      armQuiet();
+      armQuiet(text.length);
     });
     signal.addEventListener('abort', onAbort, { once: true });
     void session.ended.then(() => finish('exit'));
-    if (answered) armQuiet();
+    if (answered) armQuiet(0);
   });
 }
 
