@@ -23,6 +23,7 @@ export const SETTLE_MS = 30;
  * program still on its way back to `read`.
  */
 const WAITING_CHECKS_MS = [0, 2, 5, 10, 20];
+// (The first entry is taken at once, in setImmediate; the others in timers.)
 
 /**
  * While the command is on its way out (a process of it exited, not yet reaped), quiet waits for the
@@ -152,7 +153,8 @@ export function waitForAnswer(session: CommandSession, options: WaitOptions, sig
         const next = WAITING_CHECKS_MS[step];
         if (next !== undefined && next < settleMs) checkTimer = setTimeout(check, Math.max(0, next - (performance.now() - lastOutput)));
       };
-      if (WAITING_CHECKS_MS[0]! < settleMs) checkTimer = setTimeout(check, WAITING_CHECKS_MS[0]);
+      // The first look right after this poll of the loop (a timer of 0 ms waits a millisecond).
+      confirm = setImmediate(check);
     };
     const onAbort = () => finish('aborted');
     const deadline = setTimeout(() => finish('timeout'), options.yieldMs);
