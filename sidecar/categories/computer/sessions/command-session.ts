@@ -61,6 +61,11 @@ export class CommandSession {
   exit: SessionExit | undefined;
   /** Resolves once `exit` is set. */
   readonly ended: Promise<void>;
+  /**
+   * True when the session's process is a sandbox's bwrap (exec'd directly or by nsenter) rather
+   * than the command: it then always has the sandbox below it while the command runs.
+   */
+  readonly wrapped: boolean;
 
   private buffer: HeadTailBuffer;
   private readonly listeners = new Set<(text: string) => void>();
@@ -78,6 +83,7 @@ export class CommandSession {
     this.agentId = options.agentId;
     this.command = options.command;
     this.tty = options.tty;
+    this.wrapped = /(^|\/)(bwrap|nsenter)$/.test(options.exec.file);
     this.startedAt = options.now();
     this.lastUsedAt = this.startedAt;
     this.buffer = new HeadTailBuffer(options.maxBufferedChars);

@@ -102,7 +102,7 @@ export function waitForAnswer(session: CommandSession, options: WaitOptions, sig
   if (signal.aborted) return Promise.resolve(outcome('aborted'));
   if (options.yieldMs <= 0) return Promise.resolve(outcome('timeout'));
 
-  const state = options.state ?? (() => programState(session.pid));
+  const state = options.state ?? (() => programState(session.pid, { wrapper: session.wrapped }));
   return new Promise<WaitOutcome>((resolve) => {
     let received = 0;
     const echo = options.echo ?? '';
