@@ -1,5 +1,6 @@
 import type { SidecarConfig } from './sidecar-config.js';
 import { describeNetwork } from './categories/computer/sandbox/sandbox-policy.js';
+import { agentNetworkSupport } from './categories/computer/sandbox/agent-network.js';
 import { sandboxProbe } from './categories/computer/sandbox/sandbox-probe.js';
 import { defaultLimitSettings } from './categories/computer/sandbox/limits/limit-settings.js';
 import { processLimiterFor, type LimitMechanism } from './categories/computer/sandbox/limits/process-limiter.js';
@@ -24,6 +25,11 @@ export interface SandboxReport {
   limitsMechanism: LimitMechanism;
   /** The limits, where they are enforced, and why a stronger mechanism was not used. */
   limits: string;
+  /**
+   * With the network off or `allow:`: whether an agent's commands and sessions share one network
+   * namespace (docs/sessions.md, "One network per agent"), or each keeps its own, and why.
+   */
+  agentNetwork?: string;
 }
 
 /** What `--sandbox off` gives up, said at start-up and in docs/sandbox.md. */
@@ -38,5 +44,9 @@ export async function sandboxReport(config: SidecarConfig): Promise<SandboxRepor
   const limits = { limitsMechanism: limiter.mechanism, limits: limiter.description };
   if (settings.mode === 'off') return { event: 'sandbox', mode: 'off', network, ok: true, warning: SANDBOX_OFF_WARNING, ...limits };
   const probe = await sandboxProbe();
-  return probe.ok ? { event: 'sandbox', mode: settings.mode, network, ok: true, ...limits } : { event: 'sandbox', mode: settings.mode, network, ok: false, cause: probe.cause, fix: probe.fix, ...limits };
+  if (!probe.ok) return { event: 'sandbox', mode: settings.mode, network, ok: false, cause: probe.cause, fix: probe.fix, ...limits };
+  if (settings.network.mode === 'on') return { event: 'sandbox', mode: settings.mode, network, ok: true, ...limits };
+  const sharing = agentNetworkSupport();
+  const agentNetwork = sharing.shared ? 'one per agent, shared by its commands and sessions' : `one per command (a session's server is not reachable from the agent's other commands): ${sharing.reason}`;
+  return { event: 'sandbox', mode: settings.mode, network, ok: true, agentNetwork, ...limits };
 }

@@ -7,6 +7,11 @@
 // - sidecar RSS per idle session (PTY and pipes), against the RSS of the session's own processes;
 // - a chatty command's output rate through a session (start_command, then read_session until it
 //   ends), against run_command streaming the same command.
+// - an echo through write_session with the default yield_ms until its result returns (the settle
+//   rule: a call returns when the program has answered), against the PTY library's own echo plus
+//   the call floor; a Python REPL driven for 20 expressions with the defaults;
+// - run_command's start in the agent's shared network namespace (a session keeps it) against one of
+//   its own (root and bubblewrap only).
 // Sandbox: test-sandbox.ts's choice (startSidecar adds it): the default workspace-write where
 // bubblewrap works, off where it does not; each row's note says which.
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -191,6 +196,96 @@ async function runCommandRate(turn: TurnDriver): Promise<number> {
   return CHATTY_BYTES / 1e6 / ((performance.now() - started) / 1000);
 }
 
+/**
+ * Write `x\n` to a PTY `cat` with write_session's defaults (no yield_ms) and time the call's
+ * result, which holds the answer (the terminal's echo first, then cat's line). Checks the answer.
+ */
+async function defaultYieldEchoes(turn: TurnDriver): Promise<number[]> {
+  const id = await startSession(turn, { command: 'cat', tty: true, yield_ms: 300 });
+  const samples: number[] = [];
+  for (let index = 0; index < ECHOES + 20; index++) {
+    const token = `echo${index}`;
+    const started = performance.now();
+    const text = textOf(await turn.call(nextId(), 'write_session', { session_id: id, input: `${token}\n` }));
+    const elapsed = performance.now() - started;
+    if (text.split(token).length < 3) throw new Error(`write_session returned before cat answered ${token}: ${text}`);
+    if (index >= 20) samples.push(elapsed);
+  }
+  await turn.call(nextId(), 'kill_session', { session_id: id });
+  return samples;
+}
+
+/** The same echo through the PTY library directly: write → cat's line (the second copy), ms. */
+async function directAnswers(): Promise<number[]> {
+  const pty = createRequire(import.meta.url)('@lydell/node-pty') as typeof NodePty;
+  const term = pty.spawn('/bin/cat', [], { cols: 120, rows: 40, cwd: tmpdir(), env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+  let buffer = '';
+  let waiting: { token: string; resolve: () => void } | undefined;
+  term.onData((text) => {
+    buffer += text;
+    if (waiting && buffer.split(waiting.token).length >= 3) waiting.resolve();
+  });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const samples: number[] = [];
+  for (let index = 0; index < ECHOES + 20; index++) {
+    const token = `echo${index}`;
+    buffer = '';
+    const started = performance.now();
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no answer to ${token}`)), 5_000);
+      waiting = {
+        token,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      };
+      term.write(`${token}\n`);
+    });
+    if (index >= 20) samples.push(performance.now() - started);
+  }
+  term.kill('SIGKILL');
+  return samples;
+}
+
+/** A Python REPL in a terminal, 20 expressions with the defaults: the calls' time in all, ms. */
+async function pythonRepl(turn: TurnDriver): Promise<{ totalMs: number; waitedMs: number }> {
+  const id = await startSession(turn, { command: 'python3 -q -i', tty: true, until: '>>> ' });
+  let totalMs = 0;
+  let waitedMs = 0;
+  for (let index = 1; index <= 20; index++) {
+    const started = performance.now();
+    const result = await turn.call(nextId(), 'write_session', { session_id: id, input: `${index} * 1111\n` });
+    totalMs += performance.now() - started;
+    waitedMs += (JSON.parse(result.detailsJson) as { waitedMs?: number }).waitedMs ?? 0;
+    const text = textOf(result);
+    if (!text.includes(String(index * 1111)) || !text.includes('>>> ')) throw new Error(`answer ${index} incomplete: ${text}`);
+  }
+  await turn.call(nextId(), 'kill_session', { session_id: id });
+  return { totalMs, waitedMs };
+}
+
+/**
+ * run_command `true` round trips, ms, interleaved between two agents of the same sidecar: one with a
+ * session alive (its commands join the agent's namespace through nsenter), one without (each
+ * command gets a namespace of its own, as before). Interleaved so the machine's load moves both alike.
+ */
+async function commandStarts(joinedTurn: TurnDriver, ownTurn: TurnDriver): Promise<{ own: number[]; joined: number[] }> {
+  const id = await startSession(joinedTurn, { command: 'sleep 600', yield_ms: 0 });
+  const own: number[] = [];
+  const joined: number[] = [];
+  for (let index = 0; index < 110; index++) {
+    for (const [turn, samples] of [[ownTurn, own], [joinedTurn, joined]] as const) {
+      const started = performance.now();
+      const text = textOf(await turn.call(nextId(), 'run_command', { command: 'true' }));
+      if (!text.startsWith('exit code 0')) throw new Error(text);
+      if (index >= 10) samples.push(performance.now() - started);
+    }
+  }
+  await joinedTurn.call(nextId(), 'kill_session', { session_id: id });
+  return { own, joined };
+}
+
 export async function run(): Promise<BenchRow[]> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-sessions-'));
   const sidecar = await startSidecar({ args: ['--workspace', dir, '--state-dir', join(dir, '.state'), '--log-level', 'error'], timeoutMs: 60_000 });
@@ -201,6 +296,12 @@ export async function run(): Promise<BenchRow[]> {
     const direct = await directEchoes();
     const overGrpc = await grpcEchoes(turn);
     const floor = await callFloor(turn);
+    const answers = await directAnswers();
+    const defaultEchoes = await defaultYieldEchoes(turn);
+    const repl = await pythonRepl(turn);
+    const alone = await openTurn(client, 'bench-agent-alone');
+    const starts = await commandStarts(turn, alone);
+    await alone.end();
     const pty = await rssPerSession(turn, pid, true);
     const pipe = await rssPerSession(turn, pid, false);
     const rates = { session: [] as number[], run: [] as number[] };
@@ -214,7 +315,17 @@ export async function run(): Promise<BenchRow[]> {
     const directP50 = quantile(direct, 0.5);
     const sessionRateP50 = quantile(rates.session, 0.5);
     const runRateP50 = quantile(rates.run, 0.5);
+    const floorP50 = quantile(floor, 0.5);
+    const answerReference = quantile(answers, 0.5) + floorP50;
+    const defaultP50 = quantile(defaultEchoes, 0.5);
+    const sharedNetwork = sandbox !== 'off' && process.getuid?.() === 0;
+    const joinCost = quantile(starts.joined, 0.5) - quantile(starts.own, 0.5);
     return [
+      { suite: 'sessions', name: 'echo through write_session with the default yield_ms, result returned, p50', value: defaultP50, unit: 'ms', reference: `PTY library's answer p50 + call floor p50 = ${answerReference.toFixed(2)} ms`, ratio: defaultP50 / answerReference, note: `target ratio ≤ 2 (before the settle rule: the whole 1,000 ms); p99 ${quantile(defaultEchoes, 0.99).toFixed(2)} ms; PTY cat with echo on, sandbox ${sandbox}` },
+      { suite: 'sessions', name: 'Python REPL, 20 expressions with the defaults, calls in all', value: repl.totalMs, unit: 'ms', reference: '20 × the default yield_ms = 20,000 ms before the settle rule', ratio: repl.totalMs / 20_000, note: `target < 1,000 ms; of it the sidecar waited ${repl.waitedMs} ms; every answer checked whole (value and prompt); sandbox ${sandbox}` },
+      sharedNetwork
+        ? { suite: 'sessions', name: "run_command start in the agent's network namespace, added p50", value: joinCost, unit: 'ms', reference: `its own namespace: run_command true p50 ${quantile(starts.own, 0.5).toFixed(2)} ms`, ratio: quantile(starts.joined, 0.5) / quantile(starts.own, 0.5), note: `target ≤ 3 ms; joined (nsenter, a session alive) p50 ${quantile(starts.joined, 0.5).toFixed(2)} ms, 100 runs each interleaved with the other agent's` }
+        : { suite: 'sessions', name: "run_command start in the agent's network namespace, added p50", value: Number.NaN, unit: 'ms', note: `not measured: needs the sandbox and root (sandbox ${sandbox}, uid ${process.getuid?.()})` },
       { suite: 'sessions', name: 'echo round trip, write_session → echo seen over gRPC, p50', value: grpcP50, unit: 'ms', reference: `PTY library in-process p50 ${directP50.toFixed(2)} ms`, ratio: grpcP50 / directP50, note: `p99 ${quantile(overGrpc, 0.99).toFixed(2)} ms vs ${quantile(direct, 0.99).toFixed(2)} ms; sandbox ${sandbox} over gRPC, none in-process` },
       { suite: 'sessions', name: 'list_sessions round trip over gRPC, p50 (the call floor)', value: quantile(floor, 0.5), unit: 'ms', reference: 'echo round trip above', ratio: quantile(floor, 0.5) / grpcP50, note: 'what any call costs on this turn: most of the echo round trip' },
       { suite: 'sessions', name: 'sidecar RSS per idle PTY session', value: pty.sidecar, unit: 'KiB', reference: `its own processes ${Math.round(pty.processes)} KiB`, ratio: pty.sidecar / pty.processes, note: `${IDLE_SESSIONS} sessions of cat, sandbox ${sandbox} (its processes include bwrap there); RSS moves by pages` },

@@ -5,6 +5,7 @@ import { createFileTools } from './computer/file-tools.js';
 import { createWorkspaceFiles } from './computer/files/workspace-files.js';
 import { reapLeftoverCommands } from './computer/leftover-commands.js';
 import { createRunCommandTool } from './computer/run-command-tool.js';
+import { sharedAgentNetworks } from './computer/sandbox/agent-network.js';
 import { policyFor, sandboxSettingsOf } from './process-policy.js';
 import { SessionTable } from './computer/sessions/session-table.js';
 import { createSessionTools } from './computer/sessions/session-tools.js';
@@ -38,7 +39,7 @@ export function createComputerTools(context: CategoryContext, options: { killGra
   // A turn that tightened the sandbox gets no way around it.
   const offerUnsandboxed = sandboxSettingsOf(context.config).allowUnsandboxed && context.turn.sandbox === undefined;
   return [
-    createRunCommandTool({ config: context.config, policy, offerUnsandboxed, killGraceMs: options.killGraceMs }),
+    createRunCommandTool({ config: context.config, policy, offerUnsandboxed, killGraceMs: options.killGraceMs, agentId: context.turn.agentId, networks: sharedAgentNetworks() }),
     readFile!,
     writeFile!,
     editFile!,

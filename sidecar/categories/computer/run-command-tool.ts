@@ -6,6 +6,7 @@ import type { CategoryConfig } from '../category-config.js';
 import { commandEnv } from './command-env.js';
 import { instanceEnv } from './leftover-commands.js';
 import { runProcess } from './run-process.js';
+import type { AgentNetworks } from './sandbox/agent-network.js';
 import type { ProcessPolicy } from './sandbox/index.js';
 import { resolveWorkspacePath } from './workspace-path.js';
 
@@ -65,6 +66,9 @@ export function createRunCommandTool(options: {
   /** Offer `unsandboxed: true` (the operator's --allow-unsandboxed, and a turn that did not tighten the sandbox). */
   offerUnsandboxed?: boolean;
   killGraceMs?: number;
+  /** With `networks`: a command joins its agent's network namespace while the agent has one (a session runs). */
+  agentId?: string;
+  networks?: AgentNetworks;
 }): WorkerAgentTool<z.output<typeof unsandboxedSchema>> {
   const { config, policy } = options;
   const offerUnsandboxed = options.offerUnsandboxed === true && policy.mode !== 'off';
@@ -94,16 +98,21 @@ export function createRunCommandTool(options: {
       if (!cwdStat?.isDirectory()) throw new ToolRuntimeError('invalid_arguments', `cwd ${JSON.stringify(params.cwd)} is not a directory in the workspace`);
       const timeoutMs = params.timeout_ms ?? DEFAULT_COMMAND_TIMEOUT_MS;
       const timeout = AbortSignal.timeout(timeoutMs);
+      const runPolicy = offerUnsandboxed && params.unsandboxed ? unconfined : policy;
+      // Only an agent that has a namespace now (a session keeps one) is joined: with nothing else of
+      // the agent running, a namespace of the command's own is the same loopback, and cheaper.
+      const lease = options.agentId !== undefined ? await options.networks?.acquire(options.agentId, runPolicy, { create: false }) : undefined;
       const outcome = await runProcess({
         command: params.command,
-        policy: offerUnsandboxed && params.unsandboxed ? unconfined : policy,
+        policy: runPolicy,
+        ...(lease ? { joinNetwork: lease.join } : {}),
         cwd,
         env: { ...commandEnv({ allowList: config.commandEnvAllowList, extra: config.commandEnv }), ...instanceEnv() },
         signal: AbortSignal.any([context.signal, timeout]),
         killGraceMs: options.killGraceMs,
         maxOutputChars: config.limits.maxResultTextChars,
         onOutput: (stream, text) => context.emit({ kind: 'command.output', payload: { stream, text } }),
-      });
+      }).finally(() => lease?.release());
       if (context.signal.aborted) {
         throw new ToolRuntimeError('aborted', `run_command was aborted; its process group was killed after ${Math.round(outcome.durationMs)} ms`);
       }

@@ -1,7 +1,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import { headOf } from '../../../src/index.js';
 import { HeadTailBuffer } from './head-tail-buffer.js';
-import { startProcess, type ProcessGroupReaper, type ProcessPolicy } from './sandbox/index.js';
+import { startProcess, type JoinNetwork, type ProcessGroupReaper, type ProcessPolicy } from './sandbox/index.js';
 
 /** How a process ended. */
 export interface ProcessOutcome {
@@ -42,6 +42,8 @@ export interface RunProcessOptions {
   maxStreamedChars?: number;
   /** Ties the command's group to the sidecar's life. Default: the process's shared reaper. */
   reaper?: ProcessGroupReaper;
+  /** Run in the agent's network namespace (agent-network.ts); the caller holds the lease. */
+  joinNetwork?: JoinNetwork;
 }
 
 /**
@@ -86,6 +88,7 @@ export async function runProcess(options: RunProcessOptions): Promise<ProcessOut
     env: options.env,
     policy: options.policy,
     ...(options.reaper ? { reaper: options.reaper } : {}),
+    ...(options.joinNetwork ? { joinNetwork: options.joinNetwork } : {}),
   });
   const { child, pid } = proc;
   const killGroup = (_pid: number, signal: NodeJS.Signals) => proc.killGroup(signal);

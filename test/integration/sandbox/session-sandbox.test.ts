@@ -92,7 +92,10 @@ describe('sandboxed command sessions (sandbox: workspace-write, network off)', s
     });
   }
 
-  it('under --network off, a server in a shell session is queried from the same shell, and no run_command reaches it', async () => {
+  // As root the agent's commands share one network namespace (docs/sessions.md); elsewhere each
+  // sandbox keeps its own, and run_command cannot reach the session's server.
+  const shared = process.getuid?.() === 0;
+  it(`under --network off, a server in a shell session is queried from the same shell, and ${shared ? "the agent's run_command reaches it too" : 'no run_command reaches it'}`, async () => {
     writeFileSync(join(workspace, 'page.txt'), 'served from the sandbox\n');
     const session = await shell(turn, true);
     const port = 20_000 + (process.pid % 20_000);
@@ -104,7 +107,8 @@ for i in range(100):
     const got = await type(turn, session, `${fetch}; echo "fetched=$?"`, /fetched=\d/);
     expect(got).toContain('GOT served from the sandbox');
     const outside = await turn.call(id(), 'run_command', { command: `python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:${port}/page.txt', timeout=2)"` });
-    expect(textOf(outside)).not.toContain('exit code 0');
+    if (shared) expect(textOf(outside)).toContain('exit code 0');
+    else expect(textOf(outside)).not.toContain('exit code 0');
     await turn.call(id(), 'kill_session', { session_id: session });
   });
 

@@ -24,6 +24,23 @@ export interface CommandSpec {
    * past it fails with ENOSPC. Unset: unsized tmpfs (bounded only by the memory limit, if any).
    */
   tmpBytes?: number;
+  /**
+   * Start the sandbox inside this network namespace (the agent's, see agent-network.ts) instead of
+   * a new one of its own. Ignored unless sandboxed with the network off or `allow:`.
+   */
+  joinNetwork?: JoinNetwork;
+}
+
+/**
+ * An existing network namespace to run a sandbox in: bwrap is exec'd by `nsenter --net=<netns>`,
+ * without `--unshare-net` (bubblewrap 0.8 cannot join one itself). Under `allow:` the namespace's
+ * holder runs the proxy bridge on 127.0.0.1:3128, so the command gets only the proxy variables.
+ */
+export interface JoinNetwork {
+  /** util-linux nsenter. */
+  nsenter: string;
+  /** `/proc/<pid>/ns/net` of the process holding the namespace. */
+  netns: string;
 }
 
 /** What to exec: `file` with `args` (bwrap in front when sandboxed), `env` and `cwd`. */
@@ -46,7 +63,7 @@ export interface ProxyEndpoint {
 export const SANDBOX_PROXY_PORT = 3128;
 /** Where the proxy's socket is mounted inside the sandbox. */
 // In the sandbox's own /tmp (a tmpfs, so bwrap can make the mount point; the rest is read-only).
-const SANDBOX_PROXY_SOCKET = '/tmp/.tools-runtime-proxy.sock';
+export const SANDBOX_PROXY_SOCKET = '/tmp/.tools-runtime-proxy.sock';
 
 /**
  * The writable `/proc` knobs of the host that a sandbox's root (the host's uid 0 when the sidecar
@@ -190,18 +207,23 @@ export function buildSandboxArgv(options: SandboxArgvOptions): ExecSpec {
   args.push('--unshare-user', '--disable-userns', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try');
   const env: NodeJS.ProcessEnv = { ...options.env, TMPDIR: '/tmp' };
   let command: string[] = [...argv];
-  if (policy.network.mode !== 'on') args.push('--unshare-net');
-  if (policy.network.mode === 'allow' && options.proxy) {
-    args.push('--ro-bind', options.proxy.socketPath, SANDBOX_PROXY_SOCKET);
+  // The agent's shared namespace (agent-network.ts): joined before bwrap starts, bridge included.
+  const join = policy.network.mode !== 'on' ? options.joinNetwork : undefined;
+  if (policy.network.mode !== 'on' && !join) args.push('--unshare-net');
+  if (policy.network.mode === 'allow' && (options.proxy || join)) {
     const proxyUrl = `http://127.0.0.1:${SANDBOX_PROXY_PORT}`;
     Object.assign(env, { HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl, http_proxy: proxyUrl, https_proxy: proxyUrl, NO_PROXY: '', no_proxy: '' });
-    command = [...proxyLauncher(options.proxy.socat), ...argv];
+    if (!join && options.proxy) {
+      args.push('--ro-bind', options.proxy.socketPath, SANDBOX_PROXY_SOCKET);
+      command = [...proxyLauncher(options.proxy.socat), ...argv];
+    }
   }
   // Under `on` the sandbox shares the host's network namespace, and with it the host's abstract
   // Unix sockets (D-Bus, X11, containerd's shims...): the filter refuses socket(AF_UNIX).
   const filter = options.seccomp === false ? undefined : seccompFilterFile({ denyUnixSockets: policy.network.mode === 'on' });
   if (filter) args.push('--seccomp', String(SECCOMP_FD));
   args.push('--cap-drop', 'ALL', ...(options.terminal ? [] : ['--new-session']), '--die-with-parent', '--chdir', realEntry(options.cwd)?.real ?? options.cwd, '--', ...command);
-  if (!filter) return { file: options.bwrap, args, env, cwd: options.cwd };
-  return { ...seccompLauncher(filter, options.bwrap, args), env, cwd: options.cwd };
+  const exec = filter ? seccompLauncher(filter, options.bwrap, args) : { file: options.bwrap, args };
+  if (join) return { file: join.nsenter, args: [`--net=${join.netns}`, '--', exec.file, ...exec.args], env, cwd: options.cwd };
+  return { ...exec, env, cwd: options.cwd };
 }

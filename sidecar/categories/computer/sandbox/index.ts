@@ -4,7 +4,8 @@
  * from here: `startProcess` to spawn, `prepareCommand` and `adoptProcess` for a PTY library's exec,
  * `checkFileAccess` for the file tools, the limits for the start-up line.
  */
-export { buildSandboxArgv, type CommandSpec, type ExecSpec, type ProxyEndpoint } from './bwrap-argv.js';
+export { agentNetworkSupport, AgentNetworks, sharedAgentNetworks, type AgentNetworkLease, type AgentNetworkSupport } from './agent-network.js';
+export { buildSandboxArgv, type CommandSpec, type ExecSpec, type JoinNetwork, type ProxyEndpoint } from './bwrap-argv.js';
 export { checkFileAccess, gitMetadataReason, hiddenPathTest, resolveHiddenPaths, type HiddenEntry, type HiddenPathTest } from './file-access.js';
 export { findGitMetadata, type GitMetadata } from './git-metadata.js';
 export { hostAllowed, networkProxyFor, startNetworkProxy, type NetworkProxy } from './network-proxy.js';

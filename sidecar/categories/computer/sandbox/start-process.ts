@@ -175,3 +175,13 @@ export function startPrepared(prepared: PreparedCommand, options: { stdio?: Stdi
   child.once('close', () => handle.ended());
   return { ...handle, child };
 }
+
+/**
+ * Spawns an exec line in a process group of its own, without the limits' launcher: for the sandbox's
+ * own helpers that run nothing of the model's (the agent network's holder, agent-network.ts), which
+ * track their group themselves. Every process for the model goes through `startProcess`.
+ * Never throws for a command that fails to exec: `child.pid` is then undefined and `error` fires.
+ */
+export function spawnPrepared(exec: ExecSpec, stdio: StdioOptions): ChildProcess {
+  return spawn(exec.file, exec.args, { cwd: exec.cwd, env: exec.env, detached: true, stdio });
+}

@@ -53,6 +53,11 @@ export class CommandSession {
   exit: SessionExit | undefined;
   /** Resolves once `exit` is set. */
   readonly ended: Promise<void>;
+  /**
+   * True when the session's process is a sandbox's bwrap (exec'd directly or by nsenter) rather
+   * than the command: it then always has the sandbox below it while the command runs.
+   */
+  readonly wrapped: boolean;
 
   private buffer: HeadTailBuffer;
   private readonly listeners = new Set<(text: string) => void>();
@@ -72,6 +77,7 @@ export class CommandSession {
     this.agentId = options.agentId;
     this.command = options.command;
     this.tty = options.tty;
+    this.wrapped = /(^|\/)(bwrap|nsenter)$/.test(options.exec.file);
     this.startedAt = options.now();
     this.lastUsedAt = this.startedAt;
     this.buffer = new HeadTailBuffer(options.maxBufferedChars);
@@ -194,6 +200,11 @@ export class CommandSession {
     return { chars: this.buffer.length, bytes: Buffer.byteLength(text), cutChars: this.buffer.droppedChars };
   }
 
+  /** The unread output without taking it (what a read would return, before its cut). */
+  peek(): string {
+    return this.buffer.toString();
+  }
+
   /** Takes the unread output (head and tail, with a marker where the middle was cut). */
   take(): { text: string; cutChars: number } {
     const taken = { text: this.buffer.toString(), cutChars: this.buffer.droppedChars };
@@ -239,6 +250,26 @@ export class CommandSession {
   async screen(): Promise<string> {
     if (!this.screenState) throw new ToolRuntimeError('invalid_arguments', `session ${this.id} has no terminal (it was started without tty: true), so it has no screen; read its output instead`);
     return this.screenState.render();
+  }
+
+  /** The terminal's size now; undefined for a pipe session. */
+  get size(): { cols: number; rows: number } | undefined {
+    return this.pty ? { cols: this.pty.cols, rows: this.pty.rows } : undefined;
+  }
+
+  /**
+   * Resizes the terminal: the PTY (the kernel sends the foreground group SIGWINCH, and a
+   * full-screen program redraws) and the headless screen `screen()` renders, so both agree.
+   * The caller bounds the size (session-tools.ts).
+   *
+   * @throws ToolRuntimeError `invalid_arguments` for a session without a terminal;
+   *   `session_ended` once the command exited.
+   */
+  resize(cols: number, rows: number): void {
+    if (!this.pty) throw new ToolRuntimeError('invalid_arguments', `session ${this.id} has no terminal (it was started without tty: true), so it has no size to change`);
+    if (this.exit) throw new ToolRuntimeError('session_ended', `session ${this.id} has ended`);
+    this.pty.resize(cols, rows);
+    this.screenState?.resize(cols, rows);
   }
 
   /**

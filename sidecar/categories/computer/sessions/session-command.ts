@@ -1,4 +1,4 @@
-import { prepareCommand, type PreparedCommand, type ProcessPolicy } from '../sandbox/index.js';
+import { prepareCommand, type JoinNetwork, type PreparedCommand, type ProcessPolicy } from '../sandbox/index.js';
 
 /**
  * In a sandboxed terminal, the command's shell first takes the terminal's foreground (`set -m`
@@ -22,11 +22,14 @@ const FOREGROUND = 'set -m; /bin/sh -c "$1"; exit $?';
  * whose input is the model's anyway); and the command takes the terminal's foreground (see
  * FOREGROUND).
  *
+ * With `joinNetwork` (the agent's network lease), the sandbox starts in the agent's shared network
+ * namespace rather than one of its own.
+ *
  * @throws ToolRuntimeError `sandbox_unavailable` when the policy needs the sandbox and this machine
  *   cannot give it: nothing may run then.
  */
-export async function sessionCommandArgv(options: { command: string; cwd: string; env: NodeJS.ProcessEnv; tty: boolean; policy: ProcessPolicy }): Promise<PreparedCommand> {
+export async function sessionCommandArgv(options: { command: string; cwd: string; env: NodeJS.ProcessEnv; tty: boolean; policy: ProcessPolicy; joinNetwork?: JoinNetwork }): Promise<PreparedCommand> {
   const sandboxedTty = options.tty && options.policy.mode !== 'off';
   const argv: [string, ...string[]] = sandboxedTty ? ['/bin/bash', '-c', FOREGROUND, 'bash', options.command] : ['/bin/sh', '-c', options.command];
-  return prepareCommand({ argv, cwd: options.cwd, env: options.env, policy: options.policy, terminal: options.tty });
+  return prepareCommand({ argv, cwd: options.cwd, env: options.env, policy: options.policy, terminal: options.tty, ...(options.joinNetwork ? { joinNetwork: options.joinNetwork } : {}) });
 }

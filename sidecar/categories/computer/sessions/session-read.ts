@@ -1,6 +1,7 @@
 import { headOf, textResult, truncateMiddle, type AgentToolResult, type ToolExecutionContext } from '../../../../src/index.js';
 import type { CommandSession } from './command-session.js';
 import type { SessionTable } from './session-table.js';
+import { describeWait, waitForAnswer, type WaitEnd, type WaitOptions, type WaitOutcome } from './session-wait.js';
 
 /** The default and the largest `yield_ms`. */
 export const DEFAULT_START_YIELD_MS = 5_000;
@@ -20,15 +21,20 @@ export interface SessionReadDetails {
   signal: string | null;
   /** Characters cut from the middle of the output returned. */
   cutChars: number;
+  /** What ended the call's wait (absent for kill_session): see session-wait.ts. */
+  endedBy?: WaitEnd;
+  /** How long the call waited on the session, in milliseconds. */
+  waitedMs?: number;
 }
 
 /**
- * Waits up to `yieldMs` (or until the command ends, or `context.signal` aborts) while the
- * session's output streams to this call as `command.output` events (`{ session_id, stream, text }`,
- * coalesced, at most a million characters a call). The wait never ends the session: it belongs to
- * the agent, not to the call. Never rejects.
+ * Waits on the session as `waitForAnswer` says (the first of: the command ended, it answered and
+ * went quiet, `until` appeared, the output budget filled, `yieldMs` passed, or `context.signal`
+ * aborted) while the session's output streams to this call as `command.output` events
+ * (`{ session_id, stream, text }`, coalesced, at most a million characters a call). The wait never
+ * ends the session: it belongs to the agent, not to the call. Never rejects.
  */
-export async function waitOnSession(session: CommandSession, yieldMs: number, context: ToolExecutionContext): Promise<void> {
+export async function waitOnSession(session: CommandSession, wait: WaitOptions, context: ToolExecutionContext): Promise<WaitOutcome> {
   let budget = MAX_STREAMED_CHARS;
   let unsent = '';
   let timer: NodeJS.Timeout | undefined;
@@ -57,22 +63,9 @@ export async function waitOnSession(session: CommandSession, yieldMs: number, co
     if (unsent.length > 64 * 1024 || (timer === undefined && performance.now() - lastFlush >= FLUSH_INTERVAL_MS)) flush();
     else timer ??= setTimeout(flush, FLUSH_INTERVAL_MS);
   });
-  let wait: NodeJS.Timeout | undefined;
-  let onAbort: (() => void) | undefined;
   try {
-    if (yieldMs > 0 && session.running && !context.signal.aborted) {
-      await Promise.race([
-        session.ended,
-        new Promise<void>((resolve) => {
-          wait = setTimeout(resolve, yieldMs);
-          onAbort = resolve;
-          context.signal.addEventListener('abort', onAbort, { once: true });
-        }),
-      ]);
-    }
+    return await waitForAnswer(session, wait, context.signal);
   } finally {
-    clearTimeout(wait);
-    if (onAbort) context.signal.removeEventListener('abort', onAbort);
     stop();
     clearTimeout(timer);
     flush();
@@ -91,7 +84,7 @@ export function boundedYield(requested: number | undefined, fallback: number, co
  * or how it ended), then the output not read before, head and tail within `maxChars`. A session
  * whose command has ended is forgotten once this has delivered its last output.
  */
-export function sessionReadResult(options: { session: CommandSession; table: SessionTable; maxChars: number; screen?: string; note?: string }): AgentToolResult {
+export function sessionReadResult(options: { session: CommandSession; table: SessionTable; maxChars: number; screen?: string; note?: string; wait?: WaitOutcome; yieldMs?: number }): AgentToolResult {
   const { session, table } = options;
   const taken = session.take();
   const shown = truncateMiddle(taken.text, options.maxChars - 400);
@@ -103,10 +96,12 @@ export function sessionReadResult(options: { session: CommandSession; table: Ses
     ? `session ${session.id} ended: ${exit.outOfMemory ?? (exit.exitCode !== null ? `exit code ${exit.exitCode}` : `killed by signal ${exit.signal}`)} (${seconds} s)`
     : `session ${session.id} is still running (${seconds} s, pid ${session.pid}): write_session sends input, read_session reads new output${session.tty ? ' or the screen' : ''}, kill_session stops it`;
   const cut = cutChars > 0 ? `; ${cutChars} characters of output cut from the middle` : '';
-  const lines = [`${status}${cut}`];
+  const waited = options.wait ? describeWait(options.wait, options.yieldMs ?? 0) : '';
+  const lines = [`${status}${cut}${waited ? `; ${waited}` : ''}`];
   if (options.note) lines.push(options.note);
   if (options.screen !== undefined) lines.push('screen:', options.screen);
   else lines.push(shown.text === '' ? '(no new output)' : shown.text);
   const details: SessionReadDetails = { sessionId: session.id, running: exit === undefined, exitCode: exit?.exitCode ?? null, signal: exit?.signal ?? null, cutChars };
+  if (options.wait) Object.assign(details, { endedBy: options.wait.endedBy, waitedMs: options.wait.waitedMs });
   return textResult(lines.join('\n'), { details });
 }

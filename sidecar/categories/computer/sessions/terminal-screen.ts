@@ -45,6 +45,11 @@ export class TerminalScreen {
     return `${lines.join('\n')}\n[screen ${terminal.cols}×${terminal.rows}, cursor at row ${buffer.cursorY + 1}, column ${buffer.cursorX + 1}]`;
   }
 
+  /** Resizes the emulated screen (the PTY is resized by its owner); lines reflow as xterm.js does. */
+  resize(cols: number, rows: number): void {
+    this.terminal?.resize(cols, rows);
+  }
+
   dispose(): void {
     this.terminal?.dispose();
     this.terminal = undefined;
