@@ -5,7 +5,8 @@ import type { SandboxPolicy } from '../../../../../../sidecar/categories/compute
 const policy = (network: SandboxPolicy['network']): SandboxPolicy => ({ mode: 'workspace-write', network, workspace: '/tmp', hide: [], readable: [] });
 const join = { nsenter: '/usr/bin/nsenter', netns: '/proc/4242/ns/net' };
 const proxy = { socketPath: '/run/proxy.sock', socat: '/usr/bin/socat' };
-const spec = { argv: ['/bin/sh', '-c', 'true'] as [string, ...string[]], cwd: '/tmp', env: {}, bwrap: '/usr/bin/bwrap' };
+// Without the seccomp launcher, so bwrap is what follows nsenter (the launcher's own case is below).
+const spec = { argv: ['/bin/sh', '-c', 'true'] as [string, ...string[]], cwd: '/tmp', env: {}, bwrap: '/usr/bin/bwrap', seccomp: false as const };
 
 describe('buildSandboxArgv with joinNetwork (the agent\'s network namespace)', () => {
   it('execs bwrap through nsenter into the namespace, without a network namespace of its own', () => {
@@ -25,6 +26,14 @@ describe('buildSandboxArgv with joinNetwork (the agent\'s network namespace)', (
     expect(alone.file).toBe('/usr/bin/bwrap');
     expect(alone.args).toContain('--unshare-net');
     expect(alone.args.join(' ')).toContain('socat');
+  });
+
+  it('with the seccomp filter, nsenter execs the launcher that opens it, which execs bwrap', () => {
+    const exec = buildSandboxArgv({ ...spec, seccomp: undefined, policy: policy({ mode: 'off' }), joinNetwork: join });
+    expect(exec.file).toBe('/usr/bin/nsenter');
+    expect(exec.args.slice(0, 3)).toEqual(['--net=/proc/4242/ns/net', '--', '/bin/sh']);
+    expect(exec.args).toContain('/usr/bin/bwrap');
+    expect(exec.args).toContain('--seccomp');
   });
 
   it('ignores the namespace when the network is on', () => {
