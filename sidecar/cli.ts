@@ -1,4 +1,6 @@
-import { mkdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdirSync } from 'node:fs';
+import { registerLocalServer, type LocalServerRegistration } from '../src/local-servers.js';
 import { createJsonLogger, errorMessage, isToolRuntimeError, type Logger } from '../src/index.js';
 import type { Catalogs } from './categories/category.js';
 import type { SidecarConfig } from './sidecar-config.js';
@@ -90,11 +92,15 @@ export async function runSidecarCli(
     reportSandbox(parsed.config, logger, false);
     return;
   }
+  // A sidecar always requires a token: a command with --network on reaches loopback, and another
+  // agent's command can reach a socket path it sees, so "local" is not "trusted". Without
+  // --token-file one is generated here and written 0600 to the runtime folder once we listen.
+  const token = parsed.token ?? randomBytes(32).toString('base64url');
   const server = createSidecarServer({
     catalogs,
     config: parsed.config,
     logger,
-    token: parsed.token,
+    token,
     tls: parsed.tls,
     ...(telemetry ? { telemetry } : {}),
   });
@@ -111,11 +117,33 @@ export async function runSidecarCli(
   if (mcp && parsed.mcp?.listen) {
     try {
       const { startMcpHttpListener } = await import('./mcp/mcp-http-listener.js');
-      mcpHttp = await startMcpHttpListener({ ...mcp, address: parsed.mcp.listen, maxBodyBytes: parsed.config.limits.maxMessageBytes, ...(parsed.token ? { token: parsed.token } : {}) });
+      mcpHttp = await startMcpHttpListener({ ...mcp, address: parsed.mcp.listen, maxBodyBytes: parsed.config.limits.maxMessageBytes, token });
     } catch (error) {
       logger.error('could not serve MCP', { address: parsed.mcp.listen, error: errorMessage(error) });
       process.exit(isToolRuntimeError(error) ? 2 : 1);
     }
+  }
+  if (address.startsWith('unix:')) {
+    // Only this user may connect (the umask's mode could let the group in); the token still applies.
+    chmodSync(address.slice('unix:'.length), 0o600);
+  }
+  let registration: LocalServerRegistration | undefined;
+  try {
+    registration = registerLocalServer({
+      kind: 'sidecar',
+      address,
+      ...(parsed.tokenFile ? { tokenFile: parsed.tokenFile } : { token }),
+      workspace: parsed.config.workspace,
+      ...(mcpHttp ? { mcpUrl: mcpHttp.url } : {}),
+    });
+  } catch (error) {
+    if (!parsed.tokenFile) {
+      // Fail closed: a generated token that nobody can find would lock every client out silently.
+      process.stderr.write(`tools-runtime sidecar: cannot write the generated token to the runtime folder: ${errorMessage(error)}; give --token-file FILE, or set TOOLS_RUNTIME_RUNTIME_DIR to a folder only you can write\n`);
+      process.exit(1);
+    }
+    // With --token-file whoever started us holds the token; only the lookup by address is lost.
+    logger.warn('not listed in the runtime folder: clients must be given the token file', { error: errorMessage(error) });
   }
   let stopping = false;
   const stop = (why: { signal: NodeJS.Signals } | { lifeline: string }) => {
@@ -150,7 +178,7 @@ export async function runSidecarCli(
   // Only now, with the handlers in place: a spawner that signals as soon as it reads this line
   // gets a drain, not the default action of SIGTERM.
   if (mcpHttp) process.stdout.write(`${JSON.stringify({ event: 'mcp-listening', url: mcpHttp.url })}\n`);
-  process.stdout.write(`${JSON.stringify({ event: 'listening', address })}\n`);
+  process.stdout.write(`${JSON.stringify({ event: 'listening', address, tokenFile: registration?.tokenFile ?? parsed.tokenFile })}\n`);
   catalogs.warm?.();
   // After the listening line: the probe (a bwrap run, some milliseconds) is off the start-up path;
   // a command that comes first waits for the same probe.

@@ -1,4 +1,5 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { chmodSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -97,6 +98,9 @@ export async function startMcpHttpListener(
     if (host === undefined) http.listen(options.address.replace(/^unix:/, ''), resolve);
     else http.listen(Number(options.address.slice(options.address.lastIndexOf(':') + 1)), host, resolve);
   });
+  // A unix socket gets the control plane's mode, whatever the umask: only this user may connect
+  // (the token is still required; issue 32, item 10).
+  if (host === undefined) chmodSync(options.address.replace(/^unix:/, ''), 0o600);
   const bound = http.address();
   const address = typeof bound === 'object' && bound !== null ? boundAddress(options.address, (bound as AddressInfo).port) : options.address;
   const url = host === undefined ? MCP_HTTP_PATH : `http://${address}${MCP_HTTP_PATH}`;
