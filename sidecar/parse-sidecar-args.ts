@@ -11,6 +11,7 @@ import { defaultSandboxSettings, parseNetworkPolicy, parseSandboxMode, type Sand
 import { isLoopbackAddress } from '../src/grpc-server/listen-address.js';
 import { localServersDir } from '../src/local-servers.js';
 import { checkHostPort, parseArgsMessage } from '../src/cli-usage.js';
+import { parseAllowEntry } from './categories/computer/sandbox/allow-entry.js';
 import { readMcpServersFile } from './categories/mcp/mcp-servers-file.js';
 import { mcpFlags, parseMcpFlags, type McpCliOptions } from './mcp/parse-mcp-flags.js';
 import type { SidecarTls } from './server.js';
@@ -295,6 +296,8 @@ function sandboxSettings(
     }
     try {
       settings.network = parseNetworkPolicy(values.network);
+      // Each entry's port is checked here, at start, not at the first command (network-proxy.ts).
+      if (settings.network.mode === 'allow') for (const host of settings.network.hosts) parseAllowEntry(host);
     } catch (error) {
       throw new SidecarUsageError(`--network: ${errorMessage(error)}`);
     }
