@@ -6,7 +6,8 @@ import type { Catalogs } from './categories/category.js';
 import type { SidecarConfig } from './sidecar-config.js';
 import { openStdinLifeline, type StdinLifeline } from './open-stdin-lifeline.js';
 import { parseSidecarArgs, sidecarHelpRequested, type SidecarCliOptions } from './parse-sidecar-args.js';
-import { sandboxReport } from './sandbox-report.js';
+import { describeProbe, sandboxReport } from './sandbox-report.js';
+import { sandboxProber } from './categories/computer/sandbox/sandbox-probe.js';
 import { createSidecarServer } from './server.js';
 import { loadToolModules, withToolCategories, type LoadedToolCategory } from './tool-modules.js';
 import type { McpHttpListener } from './mcp/mcp-http-listener.js';
@@ -185,13 +186,29 @@ export async function runSidecarCli(
   reportSandbox(parsed.config, logger, true);
 }
 
-/** The sandbox's start-up line: on stdout (unless stdout is the MCP protocol's) and in the log. */
+/**
+ * The sandbox's start-up line: on stdout (unless stdout is the MCP protocol's) and in the log. While
+ * it is unavailable the probe is retried with backoff; each failure is logged with when the next
+ * try is, and a recovery prints a new sandbox line (the controller shows it) and logs it.
+ */
 function reportSandbox(config: SidecarConfig, logger: Logger, toStdout: boolean): void {
   void sandboxReport(config).then((report) => {
     if (toStdout) process.stdout.write(`${JSON.stringify(report)}\n`);
     const { event: _event, ...fields } = report;
-    if (!report.ok) logger.error('sandbox unavailable: run_command and every process-starting tool refuse each call', fields);
+    if (!report.ok) logger.error(`sandbox unavailable (retrying in ${report.retryInS ?? '?'} s: ${report.cause}): run_command and every process-starting tool refuse each call`, fields);
     else if (report.mode === 'off') logger.warn('sandbox off (--sandbox off)', fields);
     else logger.info('sandbox ready', fields);
+    if (report.ok || report.mode === 'off') return;
+    const stop = sandboxProber().onChange((probe) => {
+      const next = describeProbe(probe, report.mode as 'read-only' | 'workspace-write', report.network);
+      const { event: _ignored, ...nextFields } = next;
+      if (!next.ok) {
+        logger.warn(`sandbox unavailable (retrying in ${next.retryInS ?? '?'} s: ${next.cause})`, nextFields);
+        return;
+      }
+      stop();
+      logger.info('sandbox ready after a retry', nextFields);
+      if (toStdout) process.stdout.write(`${JSON.stringify(next)}\n`);
+    });
   });
 }

@@ -1,6 +1,6 @@
 import type { SidecarConfig } from './sidecar-config.js';
 import { describeNetwork } from './categories/computer/sandbox/sandbox-policy.js';
-import { sandboxProbe } from './categories/computer/sandbox/sandbox-probe.js';
+import { sandboxProbe, type SandboxProbe } from './categories/computer/sandbox/sandbox-probe.js';
 import { sandboxSettingsOf } from './categories/computer/sandbox/start-process.js';
 
 /**
@@ -16,6 +16,8 @@ export interface SandboxReport {
   ok: boolean;
   cause?: string;
   fix?: string;
+  /** While unavailable: when the sidecar probes again (backoff 1 s, 2 s ... 60 s; a command asking after that probes at once). */
+  retryInS?: number;
   /** Under `--sandbox off`: what is no longer covered. */
   warning?: string;
 }
@@ -30,5 +32,11 @@ export async function sandboxReport(config: SidecarConfig): Promise<SandboxRepor
   const network = describeNetwork(settings.network);
   if (settings.mode === 'off') return { event: 'sandbox', mode: 'off', network, ok: true, warning: SANDBOX_OFF_WARNING };
   const probe = await sandboxProbe();
-  return probe.ok ? { event: 'sandbox', mode: settings.mode, network, ok: true } : { event: 'sandbox', mode: settings.mode, network, ok: false, cause: probe.cause, fix: probe.fix };
+  return describeProbe(probe, settings.mode, network);
+}
+
+/** The report for one probe's answer under `mode` (not off). */
+export function describeProbe(probe: SandboxProbe, mode: 'read-only' | 'workspace-write', network: string): SandboxReport {
+  if (probe.ok) return { event: 'sandbox', mode, network, ok: true };
+  return { event: 'sandbox', mode, network, ok: false, cause: probe.cause, fix: probe.fix, ...(probe.retryInMs !== undefined ? { retryInS: Math.ceil(probe.retryInMs / 1_000) } : {}) };
 }
