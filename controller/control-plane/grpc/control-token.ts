@@ -131,7 +131,7 @@ export async function findControlToken(options: { tokenFile?: string; dataDir: s
     throw new ToolRuntimeError(
       'invalid_request',
       `no token for ${options.address}: no running server lists that address in ${localServersDir()}, and ${errorMessage(error)}. ` +
-        'Give --token-file FILE (the file the server was given) or --data-dir DIR (the server\'s data folder)',
+        'give --data-dir DIR (the server\'s data folder) or --token-file FILE (the file the server was given)',
     );
   }
 }
