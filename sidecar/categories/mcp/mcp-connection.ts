@@ -6,6 +6,7 @@ import { errorMessage, ToolRuntimeError, type Logger } from '../../../src/index.
 import type { CategoryConfig } from '../category-config.js';
 import { commandEnv } from '../computer/command-env.js';
 import type { McpServerSpec } from './mcp-servers-file.js';
+import { reportMcpServerStatus } from './mcp-server-status.js';
 import { ProcessTransport } from './process-transport.js';
 import { startMcpServerProcess } from './start-mcp-server-process.js';
 
@@ -162,6 +163,7 @@ export class McpConnection {
       await this.list(client);
       this.failures = 0;
       options.logger.info('mcp server connected', { server: spec.name, tools: this.listing.length });
+      reportMcpServerStatus({ name: spec.name, up: true });
     } catch (error) {
       if (transport && !this.transport) void transport.close().catch(() => undefined);
       this.fail(client, this.exitReason(transport, `it could not be started: ${errorMessage(error)}`));
@@ -225,6 +227,7 @@ export class McpConnection {
     this.retryAt = Date.now() + delay;
     // An error, not a warning: the server's tools are missing from every turn until it comes back.
     this.options.logger.error('mcp server down; restarting', { server: this.spec.name, reason, wasUp, retryInMs: delay });
+    reportMcpServerStatus({ name: this.spec.name, up: false, reason });
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;
       this.start();

@@ -1,4 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import * as grpc from '@grpc/grpc-js';
+import { HealthCheckResponse_ServingStatus, HealthClient } from '../../../src/gen/grpc/health/v1/health.js';
+import { watchMcpServerStatus, type McpServerStatus } from '../../../sidecar/categories/mcp/mcp-server-status.js';
+import { startSidecar } from '../../fixtures/start-sidecar.js';
+import { localTokenOptions } from '../sidecar/turn-driver.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -73,6 +78,8 @@ describe('a mounted MCP server that restarts', () => {
   }, 60_000);
 
   it('a server that fails at start says its first error line and the likely cause, not only its last line', async () => {
+    const seen: McpServerStatus[] = [];
+    const stop = watchMcpServerStatus((status) => seen.push(status));
     const { connection, lines } = connect({ FAIL_AT_START: '1' });
     await until(() => downs(lines).length > 0, 'the failure');
     const [down] = downs(lines);
@@ -82,5 +89,33 @@ describe('a mounted MCP server that restarts', () => {
     expect(reason).toContain('likely cause: a file or command it needs is not visible inside the sandbox');
     expect(reason).toContain('Node.js v20.0.0');
     await expect(connection.call('noop', {}, { signal: new AbortController().signal })).rejects.toThrow(/Cannot find module/);
+    stop();
+    expect(seen.at(-1)).toMatchObject({ name: 'slow', up: false, reason: expect.stringContaining('Cannot find module') });
+  }, 60_000);
+
+  it('a server that is down shows in the sidecar\'s health under its own name', async () => {
+    const servers = join(dir, 'servers.json');
+    writeFileSync(servers, JSON.stringify({ mcpServers: { broken: { command: process.execPath, args: [server], env: { FAIL_AT_START: '1' } } } }));
+    const sidecar = await startSidecar({ args: ['--workspace', dir, '--state-dir', join(dir, 'state'), '--sandbox', 'off', '--mcp-servers', servers, '--log-level', 'error'] });
+    try {
+      const check = () =>
+        new Promise<HealthCheckResponse_ServingStatus | string>((resolve) => {
+          const client = new HealthClient(sidecar.address, grpc.credentials.createInsecure(), localTokenOptions(sidecar.address));
+          client.check({ service: 'toolruntime.v1.McpServer/broken' }, (error, response) => {
+            client.close();
+            resolve(error ? `error ${error.code}` : response.status);
+          });
+        });
+      const deadline = Date.now() + 30_000;
+      let status = await check();
+      while (status !== HealthCheckResponse_ServingStatus.NOT_SERVING && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        status = await check();
+      }
+      expect(status).toBe(HealthCheckResponse_ServingStatus.NOT_SERVING);
+      expect(sidecar.stderr()).toContain("its first error: Error: Cannot find module '/tmp/gone/server.js'");
+    } finally {
+      await sidecar.stop();
+    }
   }, 60_000);
 });
