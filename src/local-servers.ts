@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -36,12 +36,15 @@ export interface LocalServer {
 }
 
 /**
- * The runtime folder: `$TOOLS_RUNTIME_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/tools-runtime` (a
- * per-user tmpfs that the session's end empties), else `~/.local/state/tools-runtime/runtime`.
+ * The runtime folder: `$TOOLS_RUNTIME_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/tools-runtime` when that
+ * folder exists (a per-user tmpfs that the session's end empties), else
+ * `~/.local/state/tools-runtime/runtime`.
  */
 export function localServersDir(env: NodeJS.ProcessEnv = process.env): string {
   if (env[RUNTIME_DIR_ENV]) return resolve(env[RUNTIME_DIR_ENV]);
-  if (env.XDG_RUNTIME_DIR) return join(env.XDG_RUNTIME_DIR, 'tools-runtime');
+  // Only an existing one: a login session's variable inherited where that folder is gone (a container,
+  // sudo) must not make every server fail to write its token.
+  if (env.XDG_RUNTIME_DIR && statSync(env.XDG_RUNTIME_DIR, { throwIfNoEntry: false })?.isDirectory()) return join(env.XDG_RUNTIME_DIR, 'tools-runtime');
   return join(env.HOME || homedir(), '.local', 'state', 'tools-runtime', 'runtime');
 }
 

@@ -11,8 +11,10 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 describe('the runtime folder of local servers', () => {
   it('is $TOOLS_RUNTIME_RUNTIME_DIR, else $XDG_RUNTIME_DIR/tools-runtime, else under ~/.local/state', () => {
     expect(localServersDir({ TOOLS_RUNTIME_RUNTIME_DIR: '/x/run', XDG_RUNTIME_DIR: '/run/user/7' })).toBe('/x/run');
-    expect(localServersDir({ XDG_RUNTIME_DIR: '/run/user/7' })).toBe('/run/user/7/tools-runtime');
+    expect(localServersDir({ XDG_RUNTIME_DIR: dir })).toBe(join(dir, 'tools-runtime'));
     expect(localServersDir({ HOME: '/home/ada' })).toBe('/home/ada/.local/state/tools-runtime/runtime');
+    // A session's variable whose folder is gone (a container, sudo) falls back.
+    expect(localServersDir({ XDG_RUNTIME_DIR: join(dir, 'gone'), HOME: '/home/ada' })).toBe('/home/ada/.local/state/tools-runtime/runtime');
   });
 
   it('spells one address one way: loopback names, brackets, dns: and relative unix paths', () => {
