@@ -5,13 +5,14 @@
  */
 
 /**
- * Where the sidecar may start a process: the sandbox's one start function (every tool's command goes
- * through it), its probe of bubblewrap at start-up, and the process-group reaper's supervisor.
+ * Where the sidecar may start a process: the sandbox module (its one start function, through which
+ * every tool's process goes, its probe of bubblewrap, the limits' probe and the process-group
+ * reaper's supervisor).
  */
-const PROCESS_STARTERS = [
-  '^sidecar/categories/computer/sandbox/(start-process|sandbox-probe)\\.ts$',
-  '^sidecar/categories/computer/process-group-reaper\\.ts$',
-];
+const PROCESS_STARTERS = '^sidecar/categories/computer/sandbox/';
+
+/** The sandbox module: the one way to start a process, knowing no tool and no category. */
+const SANDBOX = '^sidecar/categories/computer/sandbox/';
 
 /** The one module through which tools reach control-plane messages. */
 const CONTROL_MESSAGES = '^sidecar/categories/control/control-messages\\.ts$';
@@ -90,6 +91,16 @@ module.exports = {
       from: { path: '^(src|sidecar)/', pathNot: PROCESS_STARTERS },
       // Naming child_process's types (a ChildProcess handed over by the start function) starts nothing.
       to: { dependencyTypes: ['core'], dependencyTypesNot: ['type-only'], path: '^(node:)?child_process$' },
+    },
+    {
+      name: 'sandbox-knows-no-tool',
+      comment:
+        'sidecar/categories/computer/sandbox/ starts, confines, limits and kills every process for the model: it imports only itself, the library (src/) and Node, ' +
+        'never a tool, a category (not even its configuration: callers hand it a policy) or the rest of the sidecar, so every category uses it alike and a change to a tool cannot weaken it. ' +
+        'What a category knows (its configuration, the agent) goes into the ProcessPolicy it passes (categories/process-policy.ts).',
+      severity: 'error',
+      from: { path: SANDBOX },
+      to: { path: '^sidecar/', pathNot: SANDBOX },
     },
     {
       name: 'control-plane-domain-knows-no-transport',

@@ -16,6 +16,7 @@ const suites: Array<[string, () => Promise<{ run: BenchSuite }>]> = [
   ['fleet', () => import('./suites/fleet.js')],
   ['telemetry', () => import('./suites/telemetry.js')],
   ['sandbox', () => import('./suites/sandbox.js')],
+  ['files', () => import('./suites/files.js')],
   ['sessions', () => import('./suites/sessions.js')],
   ['mcp', () => import('./suites/mcp.js')],
 ];

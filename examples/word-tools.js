@@ -50,7 +50,7 @@ export default defineToolCategory({
           argv: ['wc', '-l', insideWorkspace(config.workspace, path)],
           cwd: config.workspace,
           env: { PATH: '/usr/bin:/bin' },
-          policy: policyFor(config, turn.sandbox),
+          policy: policyFor(config, turn.sandbox, turn.agentId),
         });
         const kill = () => started.killGroup('SIGKILL');
         signal.addEventListener('abort', kill, { once: true });

@@ -200,7 +200,7 @@ function reportSandbox(config: SidecarConfig, logger: Logger, toStdout: boolean)
     else logger.info('sandbox ready', fields);
     if (report.ok || report.mode === 'off') return;
     const stop = sandboxProber().onChange((probe) => {
-      const next = describeProbe(probe, report.mode as 'read-only' | 'workspace-write', report.network);
+      const next = { ...describeProbe(probe, report.mode as 'read-only' | 'workspace-write', report.network), limitsMechanism: report.limitsMechanism, limits: report.limits };
       const { event: _ignored, ...nextFields } = next;
       if (!next.ok) {
         logger.warn(`sandbox unavailable (retrying in ${next.retryInS ?? '?'} s: ${next.cause})`, nextFields);

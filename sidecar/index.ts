@@ -19,13 +19,15 @@ export type { SidecarTls } from './server.js';
 // Starting a process from your own tool: the one function the built-in tools use, so it runs under
 // the sidecar's sandbox (bubblewrap in front, hidden secrets, the network policy) and its process
 // group dies with the call's kill and with the sidecar. The policy for a turn:
-// `policyFor(context.config, context.turn.sandbox)`.
+// `policyFor(context.config, context.turn.sandbox, context.turn.agentId)` (the agent's limits group).
+export { policyFor } from './categories/process-policy.js';
 export {
-  policyFor,
   prepareCommand,
   startProcess,
   type CommandSpec,
   type ExecSpec,
+  type LimitSettings,
+  type ProcessPolicy,
   type SandboxPolicy,
   type SandboxSettings,
   type StartedProcess,

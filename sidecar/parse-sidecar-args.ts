@@ -7,6 +7,7 @@ import { errorMessage, ToolRuntimeError, type LogLevel } from '../src/index.js';
 import type { BrainLimits } from './categories/brain/brain-protocol.js';
 import { defaultCommandEnvAllowList, type SidecarConfig } from './sidecar-config.js';
 import { defaultSidecarLimits, type SidecarLimits } from './sidecar-limits.js';
+import { parseLimitSettings } from './categories/computer/sandbox/limits/limit-settings.js';
 import { defaultSandboxSettings, parseNetworkPolicy, parseSandboxMode, type SandboxSettings } from './categories/computer/sandbox/sandbox-policy.js';
 import { isLoopbackAddress } from '../src/grpc-server/listen-address.js';
 import { localServersDir } from '../src/local-servers.js';
@@ -86,6 +87,7 @@ const flags = {
   network: { type: 'string' },
   hide: { type: 'string', multiple: true },
   'allow-unsandboxed': { type: 'boolean' },
+  limits: { type: 'string' },
   tools: { type: 'string', multiple: true },
   ...mcpFlags,
 } as const;
@@ -242,6 +244,13 @@ export function parseSidecarArgs(argv: string[], env: NodeJS.ProcessEnv = proces
     };
   }
   config.sandbox = sandboxSettings(values, config, env);
+  if (values.limits !== undefined) {
+    try {
+      config.processLimits = parseLimitSettings(values.limits);
+    } catch (error) {
+      throw new SidecarUsageError(`--limits: ${errorMessage(error)}`);
+    }
+  }
 
   const listen = values.listen ?? '127.0.0.1:0';
   try {

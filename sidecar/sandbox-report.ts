@@ -1,7 +1,9 @@
 import type { SidecarConfig } from './sidecar-config.js';
 import { describeNetwork } from './categories/computer/sandbox/sandbox-policy.js';
 import { sandboxProbe, type SandboxProbe } from './categories/computer/sandbox/sandbox-probe.js';
-import { sandboxSettingsOf } from './categories/computer/sandbox/start-process.js';
+import { defaultLimitSettings } from './categories/computer/sandbox/limits/limit-settings.js';
+import { processLimiterFor, type LimitMechanism } from './categories/computer/sandbox/limits/process-limiter.js';
+import { sandboxSettingsOf } from './categories/process-policy.js';
 
 /**
  * The sidecar's sandbox as start-up reports it: a `{"event":"sandbox",...}` line on stdout (the
@@ -20,6 +22,10 @@ export interface SandboxReport {
   retryInS?: number;
   /** Under `--sandbox off`: what is no longer covered. */
   warning?: string;
+  /** How each agent's processes are bounded (`--limits`): the mechanism in force on this machine. */
+  limitsMechanism: LimitMechanism;
+  /** The limits, where they are enforced, and why a stronger mechanism was not used. */
+  limits: string;
 }
 
 /** What `--sandbox off` gives up, said at start-up and in docs/sandbox.md. */
@@ -30,13 +36,15 @@ export const SANDBOX_OFF_WARNING =
 export async function sandboxReport(config: SidecarConfig): Promise<SandboxReport> {
   const settings = sandboxSettingsOf(config);
   const network = describeNetwork(settings.network);
-  if (settings.mode === 'off') return { event: 'sandbox', mode: 'off', network, ok: true, warning: SANDBOX_OFF_WARNING };
+  const limiter = await processLimiterFor(config.processLimits ?? defaultLimitSettings());
+  const limits = { limitsMechanism: limiter.mechanism, limits: limiter.description };
+  if (settings.mode === 'off') return { event: 'sandbox', mode: 'off', network, ok: true, warning: SANDBOX_OFF_WARNING, ...limits };
   const probe = await sandboxProbe();
-  return describeProbe(probe, settings.mode, network);
+  return { ...describeProbe(probe, settings.mode, network), ...limits };
 }
 
-/** The report for one probe's answer under `mode` (not off). */
-export function describeProbe(probe: SandboxProbe, mode: 'read-only' | 'workspace-write', network: string): SandboxReport {
+/** The report for one probe's answer under `mode` (not off), without the limits' fields. */
+export function describeProbe(probe: SandboxProbe, mode: 'read-only' | 'workspace-write', network: string): Omit<SandboxReport, 'limitsMechanism' | 'limits'> {
   if (probe.ok) return { event: 'sandbox', mode, network, ok: true };
   return { event: 'sandbox', mode, network, ok: false, cause: probe.cause, fix: probe.fix, ...(probe.retryInMs !== undefined ? { retryInS: Math.ceil(probe.retryInMs / 1_000) } : {}) };
 }

@@ -55,6 +55,10 @@ Sandbox (every process started for the model: commands, skills' MCP calls; see d
                               folder, token file, TLS key and search key file always are
   --allow-unsandboxed         run_command may ask to run a command outside the sandbox; each such
                               call needs the client's approval
+  --limits L                  per agent, all its processes together (docs/sandbox.md, Limits):
+                              memory=SIZE,pids=N,cpus=N,tmp=SIZE over the defaults (memory
+                              min(4G, half the RAM), pids 1024, no CPU cap, /tmp min(1G, memory/4));
+                              off: no bound (commands still go first to the OOM killer)
 
 Commands and tools:
   --env KEY=VALUE             extra environment for commands (repeatable)

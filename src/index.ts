@@ -15,6 +15,7 @@ export {
 } from './tool/tool-result.js';
 export {
   type ExecutionMode,
+  type NativeToolKind,
   type ToolExecutionContext,
   type WorkerAgentTool,
   type AnyWorkerAgentTool,
@@ -22,11 +23,13 @@ export {
 export {
   defineWorkerTool,
   TOOL_NAME_PATTERN,
+  NATIVE_TOOL_KINDS,
   type ZodToolDefinition,
   type JsonSchemaToolDefinition,
 } from './tool/define-worker-tool.js';
 export { zodToJSONSchema } from './schema/zod-to-json-schema.js';
 export { truncateMiddle, type TruncatedText } from './text/truncate-middle.js';
+export { headOf, tailOf } from './text/cut-text.js';
 export {
   convertToStrictJSONSchema,
   toStrictJSONSchema,

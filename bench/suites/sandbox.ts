@@ -10,7 +10,11 @@ import { createServer, request, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { runProcess } from '../../sidecar/categories/computer/run-process.js';
+import { findGitMetadata } from '../../sidecar/categories/computer/sandbox/git-metadata.js';
 import { startNetworkProxy } from '../../sidecar/categories/computer/sandbox/network-proxy.js';
+import { defaultLimitSettings } from '../../sidecar/categories/computer/sandbox/limits/limit-settings.js';
+import { processLimiterFor } from '../../sidecar/categories/computer/sandbox/limits/process-limiter.js';
+import { SECCOMP_FD, seccompFilterFile, seccompLauncher } from '../../sidecar/categories/computer/sandbox/seccomp-filter.js';
 import type { SandboxPolicy } from '../../sidecar/categories/computer/sandbox/sandbox-policy.js';
 import { startSidecar } from '../../test/fixtures/start-sidecar.js';
 import { bwrapWorks } from '../../test/fixtures/test-sandbox.js';
@@ -104,6 +108,12 @@ export async function run(): Promise<BenchRow[]> {
       ['  + network ns', () => exec('bwrap', [...base, '--unshare-pid', '--proc', '/proc', '--unshare-net', '/bin/sh', '-c', 'true'])],
       ['  + IPC, UTS, cgroup ns, private /tmp', () => exec('bwrap', [...base, '--unshare-pid', '--proc', '/proc', '--unshare-net', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--tmpfs', '/tmp', '/bin/sh', '-c', 'true'])],
     ];
+    const filter = seccompFilterFile({ denyUnixSockets: false });
+    if (filter) {
+      const full = [...base, '--unshare-pid', '--proc', '/proc', '--unshare-net', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--tmpfs', '/tmp', '--seccomp', String(SECCOMP_FD), '/bin/sh', '-c', 'true'];
+      const launcher = seccompLauncher(filter, 'bwrap', full);
+      parts.push(['  + seccomp filter, opened by the sh launcher', () => exec(launcher.file, launcher.args)]);
+    }
     const policy = (network: SandboxPolicy['network']): SandboxPolicy => ({ mode: 'workspace-write', network, workspace, hide: [path.join(workspace, '.state')], readable: [] });
     for (const [name, network] of [
       ['runProcess("true"), the sidecar\'s full argv, network off', { mode: 'off' }],
@@ -118,6 +128,35 @@ export async function run(): Promise<BenchRow[]> {
     for (const [name, value] of measured) {
       rows.push({ suite: 'sandbox', name: name.startsWith('runProcess') ? name : `exec ${name}`, value, unit: 'ms p50', ...(name.startsWith('/bin/sh') ? {} : { reference: 'sh -c true', ratio: value / reference }) });
     }
+
+    // The limits: the same sandboxed runProcess with the agent's cgroup placement and /tmp size
+    // (the default --limits) against --limits off, interleaved. Goal: within 5 ms.
+    const limitsOn = defaultLimitSettings();
+    const mechanism = (await processLimiterFor(limitsOn)).mechanism;
+    const limited = (enabled: boolean) => () =>
+      runProcess({ command: 'true', cwd: workspace, env: { PATH: process.env.PATH }, policy: { ...policy({ mode: 'off' }), limits: { ...limitsOn, enabled }, agent: 'bench' }, signal: new AbortController().signal });
+    const [limitsOff, limitsOnValue] = (await interleavedP50(RUNS, [limited(false), limited(true)])) as [number, number];
+    rows.push({ suite: 'sandbox', name: 'runProcess("true") sandboxed, --limits off', value: limitsOff, unit: 'ms p50' });
+    rows.push({
+      suite: 'sandbox',
+      name: `runProcess("true") sandboxed, limits on (${mechanism})`,
+      value: limitsOnValue,
+      unit: 'ms p50',
+      reference: '--limits off',
+      ratio: limitsOnValue / limitsOff,
+      note: `adds ${(limitsOnValue - limitsOff).toFixed(1)} ms (goal ≤ 5)`,
+    });
+    // The git metadata scan each workspace-write command starts with, on this checkout (warm: the
+    // per-folder cache holds; a folder unchanged since the last scan costs one stat).
+    const checkout = process.cwd();
+    findGitMetadata(checkout);
+    const scans: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      const started = performance.now();
+      findGitMetadata(checkout);
+      scans.push(performance.now() - started);
+    }
+    rows.push({ suite: 'sandbox', name: 'git metadata scan of this checkout (warm)', value: quantile(scans, 0.5), unit: 'ms p50', note: 'per command under workspace-write; node_modules skipped' });
 
     // An allowed GET through the proxy beside the same GET direct.
     server = createServer((_request, response) => response.end('ok'));

@@ -5,6 +5,7 @@ import { ToolRuntimeError } from '../../src/errors.js';
 import { defaultDataDir } from '../control-plane/store/default-data-dir.js';
 import { resolveDatabaseOption } from '../control-plane/store/database-option.js';
 import type { ToolSearchMode } from '../loop/collect-provider-tools.js';
+import { nativeToolsFor, parseNativeToolsMode } from '../loop/native-tools.js';
 
 /** The controller CLI's settings, after flags and environment. */
 export interface CliOptions {
@@ -24,6 +25,8 @@ export interface CliOptions {
   model: string;
   stream: boolean;
   toolSearch: ToolSearchMode;
+  /** Offer the Responses API's own apply_patch and shell tools (`--native-tools`, resolved for the model). */
+  nativeTools: boolean;
   flattenNamespaces: boolean;
   maxModelCalls: number;
   /** The longest `retry-after` the model client honours, in ms. */
@@ -70,6 +73,10 @@ Options:
   --stream / --no-stream  stream the model's responses over SSE (default: --stream)
   --tool-search MODE      hosted | client: how deferred tools are found (default: hosted for
                           api.openai.com, client for any other endpoint)
+  --native-tools MODE     auto | on | off: offer the Responses API's own apply_patch and shell tools
+                          in place of the sidecar's apply_patch and run_command functions (default:
+                          auto = on for GPT-5.1 and later and the Codex models at api.openai.com,
+                          off for any other model or endpoint); docs/tools.md
   --flatten-namespaces    send namespaced tools as plain functions named namespace__name
   --max-model-calls N     stop after N model calls (default 50)
   --max-retry-after-ms N  honour a 429/5xx retry-after up to N ms (default 60000); a longer one
@@ -137,6 +144,7 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
         stream: { type: 'boolean' },
         'no-stream': { type: 'boolean' },
         'tool-search': { type: 'string' },
+        'native-tools': { type: 'string' },
         'flatten-namespaces': { type: 'boolean' },
         'max-model-calls': { type: 'string' },
         'max-retry-after-ms': { type: 'string' },
@@ -173,6 +181,13 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
   if (toolSearch !== 'hosted' && toolSearch !== 'client') {
     throw new ToolRuntimeError('invalid_request', `--tool-search must be "hosted" or "client", not "${toolSearch}"`);
   }
+  let nativeTools: boolean;
+  try {
+    const mode = parseNativeToolsMode(parsed['native-tools'] ?? 'auto');
+    nativeTools = nativeToolsFor(mode, { name: parsed.model ?? 'gpt-5.4', ...(embedded ? { baseURL: 'embedded' } : baseURL ? { baseURL } : {}) });
+  } catch (error) {
+    throw new ToolRuntimeError('invalid_request', `--native-tools: ${(error as Error).message}`);
+  }
   const maxModelCalls = Number(parsed['max-model-calls'] ?? 50);
   if (!Number.isInteger(maxModelCalls) || maxModelCalls < 1) {
     throw new ToolRuntimeError('invalid_request', `--max-model-calls must be a positive integer, not "${parsed['max-model-calls']}"`);
@@ -206,6 +221,7 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
     model: parsed.model ?? 'gpt-5.4',
     stream: parsed['no-stream'] !== true,
     toolSearch,
+    nativeTools,
     flattenNamespaces: parsed['flatten-namespaces'] === true,
     maxModelCalls,
     maxRetryAfterMs,

@@ -158,6 +158,7 @@ async function runOneTurn(
       turn,
       prompt: options.prompt,
       toolSearch: options.toolSearch,
+      nativeTools: options.nativeTools,
       flattenNamespaces: options.flattenNamespaces,
       maxModelCalls: options.maxModelCalls,
       signal: turnSignal,

@@ -1,9 +1,11 @@
 import { errorMessage, isToolRuntimeError } from '../../src/index.js';
-import { isFunctionCall, outputText, type FunctionCallItem, type ResponseItem, type ResponsesModel } from '../model/responses-model.js';
+import { outputText, type FunctionCallItem, type ResponseItem, type ResponsesModel } from '../model/responses-model.js';
 import type { CallResult, ToolTurn } from '../sidecar-client/sidecar-types.js';
 import { cutOffResult, isCutOff, stoppedResult } from './calls-not-run.js';
 import type { ToolSearchMode } from './collect-provider-tools.js';
-import { dispatchCalls, type DispatchedCall } from './dispatch-calls.js';
+import { dispatchCalls } from './dispatch-calls.js';
+import { callsOfResponse, createStreamCollector, outputItemsOf, type LoopCall } from './native-calls.js';
+import { planNativeTools } from './native-tools.js';
 import { createToolCatalog } from './tool-catalog.js';
 import { toFunctionOutput } from './to-function-output.js';
 import { controllerTelemetry } from '../telemetry/controller-telemetry.js';
@@ -32,6 +34,11 @@ export interface RunTurnOptions {
   onEvent?: (event: TurnEvent) => void;
   /** For events and logs. */
   turnId?: string;
+  /**
+   * Offer the provider's own `apply_patch` and `shell` tools in place of the sidecar tools that
+   * execute them (see native-tools.ts; `nativeToolsFor` decides from the model). Default false.
+   */
+  nativeTools?: boolean;
 }
 
 /** How a turn ended, with everything it produced. */
@@ -46,11 +53,14 @@ export interface TurnOutcome {
   error?: string;
 }
 
-/** Records one output per call, in call order. */
-function recordOutputs(input: ResponseItem[], results: Array<{ call: FunctionCallItem; result: CallResult }>): void {
-  for (const { call, result } of results) {
-    input.push({ type: 'function_call_output', call_id: call.call_id, output: toFunctionOutput(result.content) });
+/** Records one output item per call item, in call order (a native call's in the API's own shape). */
+function recordOutputs(input: ResponseItem[], calls: LoopCall[], results: CallResult[], streams?: Parameters<typeof outputItemsOf>[2]): void {
+  if (calls.every((call) => !call.native)) {
+    // The common case, without the native mapping's bookkeeping.
+    calls.forEach(({ call }, index) => input.push({ type: 'function_call_output', call_id: call.call_id, output: toFunctionOutput((results[index] as CallResult).content) }));
+    return;
   }
+  input.push(...outputItemsOf(calls, results, streams));
 }
 
 /** The default base prompt. */
@@ -79,8 +89,10 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutcome> {
   const signal = options.signal ?? new AbortController().signal;
   const emit = options.onEvent ?? (() => {});
   const maxModelCalls = options.maxModelCalls ?? 50;
+  const native = planNativeTools(turn.tools, options.nativeTools === true);
   const catalog = createToolCatalog({
     tools: turn.tools,
+    ...(native.providerTools.length > 0 ? { native: { providerTools: native.providerTools, replaced: native.replaced } } : {}),
     toolSearch: options.toolSearch ?? 'client',
     flattenNamespaces: options.flattenNamespaces ?? false,
     ...(options.searchLimit ? { searchLimit: options.searchLimit } : {}),
@@ -122,7 +134,8 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutcome> {
       return finish('model_error', lastText, errorMessage(error));
     }
     modelCalls++;
-    const calls = response.output.filter(isFunctionCall);
+    const loopCalls = callsOfResponse(response, native);
+    const calls = loopCalls.map(({ call }) => call);
     emit({
       type: 'model-response',
       iteration: modelCalls,
@@ -135,7 +148,7 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutcome> {
     input.push(...response.output);
     const text = outputText(response.output);
     lastText = text || lastText;
-    const notRun = (why: string) => recordOutputs(input, calls.map((call) => ({ call, result: stoppedResult(call, why) })));
+    const notRun = (why: string) => recordOutputs(input, loopCalls, calls.map((call) => stoppedResult(call, why)));
     if (response.status === 'failed' || response.status === 'cancelled') {
       const reason = `the model response ${response.status}: ${response.reason ?? 'no reason given'}`;
       notRun(`because ${reason}`);
@@ -150,26 +163,31 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutcome> {
       return finish('max_model_calls', lastText, `the model was called ${maxModelCalls} times and still asked for tools`);
     }
 
-    // A call cut off mid-arguments never runs; the complete calls beside it do.
-    const cutOff = calls.map((call) => (isCutOff(call, response) ? cutOffResult(call, response.reason) : undefined));
+    // A call cut off mid-arguments never runs, nor a native call refused as malformed; the complete calls beside them do.
+    const cutOff = loopCalls.map(({ call, refused }) => refused ?? (isCutOff(call, response) ? cutOffResult(call, response.reason) : undefined));
     cutOff.forEach((result, index) => {
       const call = calls[index] as FunctionCallItem;
       if (result) emit({ type: 'activity-completed', callId: call.call_id, name: call.name, label: result.completedLabel, durationMs: 0, error: result.error! });
     });
+    // stdout and stderr of native shell commands come from their `command.output` events.
+    const streams = native.shell ? createStreamCollector() : undefined;
+    const shellCalls = streams ? new Set(loopCalls.filter((call) => call.native?.kind === 'shell').map(({ call }) => call.call_id)) : undefined;
     const dispatched = await dispatchCalls({
       calls: calls.filter((_, index) => !cutOff[index]),
       catalog,
       turn,
       signal,
-      emit,
+      emit: streams && shellCalls && shellCalls.size > 0
+        ? (event) => {
+            if (event.type === 'presentation' && event.kind === 'command.output' && shellCalls.has(event.callId)) streams.add(event.callId, event.payload);
+            emit(event);
+          }
+        : emit,
       ...(options.callDeadlineMs ? { callDeadlineMs: options.callDeadlineMs } : {}),
     });
     // Dispatched results come in the order of the calls sent (call ids may repeat: match by position).
     let next = 0;
-    recordOutputs(input, calls.map((call, index) => {
-      const result = cutOff[index];
-      return result ? { call, result } : (dispatched[next++] as DispatchedCall);
-    }));
+    recordOutputs(input, loopCalls, calls.map((_, index) => cutOff[index] ?? (dispatched[next++]?.result as CallResult)), streams?.get);
     const terminating = dispatched.find(({ result }) => result.terminateTurn && !result.error);
     if (terminating) {
       const toolText = terminating.result.content.map((part) => (part.type === 'text' ? part.text : '')).join('');

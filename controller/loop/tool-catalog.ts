@@ -42,6 +42,12 @@ export interface ToolCatalogOptions {
   flattenNamespaces: boolean;
   /** How many tools a search loads at most (default 8). */
   searchLimit?: number;
+  /**
+   * Provider tools offered in place of some sidecar tools (the Responses API's `apply_patch` and
+   * `shell`, see native-tools.ts): appended to the list, while the `replaced` tools are not
+   * offered as functions. Calls still resolve to them (the native calls are sent as theirs).
+   */
+  native?: { providerTools: ProviderTool[]; replaced: ReadonlySet<ToolDefinition> };
 }
 
 /** Creates the catalog of one turn. */
@@ -49,7 +55,9 @@ export function createToolCatalog(options: ToolCatalogOptions): ToolCatalog {
   const { tools, toolSearch, flattenNamespaces } = options;
   // Collected once per turn. The list handed to the model is the same array until a search loads
   // tools; then a new one (earlier requests keep theirs) with the new groups appended.
-  let current: ProviderTool[] = collectProviderTools(tools, { toolSearch, flattenNamespaces });
+  const offered = options.native ? tools.filter((tool) => !options.native!.replaced.has(tool)) : tools;
+  let current: ProviderTool[] = collectProviderTools(offered, { toolSearch, flattenNamespaces });
+  if (options.native) current = current.concat(options.native.providerTools);
   const loaded = new Set<string>();
   const deferred = tools.filter((tool) => tool.deferLoading);
   // The BM25 index is built on the first search only: most turns never search.

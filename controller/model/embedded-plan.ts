@@ -6,6 +6,7 @@
 import { isJSONObject, type JSONObject } from '../../src/index.js';
 import type { ResponseItem } from './responses-model.js';
 import { functionCallItem, messageItem } from './responses-wire.js';
+import { nativeAnswerLines, planNativeStep } from './embedded-native-plan.js';
 import { sampleJsonValue } from './sample-json-value.js';
 
 /** A tool as offered in the request: the name to call, its namespace, its parameters. */
@@ -130,12 +131,16 @@ export function planEmbeddedResponse(body: { tools?: unknown; input?: unknown })
     ]);
     if (step.length > 0) return step;
   }
+  // The provider's own coding tools, when offered: a shell call, then a patch (embedded-native-plan.ts).
+  const nativeStep = planNativeStep(input, body.tools);
+  if (nativeStep) return nativeStep;
   // Step 3: mark the plan done.
   if (callsOf('todo_write').length === 1) {
     const step = present([call('todo_write', { todos: PLAN.map((item) => ({ ...item, status: 'completed' })) })]);
     if (step.length > 0) return step;
   }
-  return [messageItem(answer(promptOf(input), listed, callsOf('read_file').map((item) => ({ item, output: outputs.get(item.call_id) ?? '' })), tools.size))];
+  const reads = callsOf('read_file').map((item) => ({ item, output: outputs.get(item.call_id) ?? '' }));
+  return [messageItem(answer(promptOf(input), listed, reads, tools.size, nativeAnswerLines(input)))];
 }
 
 /**
@@ -182,7 +187,7 @@ function parseManifest(body: string[]): { name: string; version?: string; descri
   }
 }
 
-function answer(prompt: string, listed: string[], reads: Array<{ item: ResponseItem; output: string }>, toolCount: number): string {
+function answer(prompt: string, listed: string[], reads: Array<{ item: ResponseItem; output: string }>, toolCount: number, nativeLines: string[] = []): string {
   const lines = [`You asked: "${prompt.trim() || '(no prompt)'}"`, 'Here is what I found using the tools:'];
   if (listed.length > 0) {
     const shown = listed.slice(0, 12);
@@ -209,6 +214,7 @@ function answer(prompt: string, listed: string[], reads: Array<{ item: ResponseI
       lines.push(`- read_file ${path}: ${heading ? `titled "${heading}"; ` : ''}${first ? `it says "${first}"` : `${body.length} lines`}.`);
     }
   }
+  lines.push(...nativeLines);
   if (listed.length === 0 && reads.length === 0) {
     lines.push(toolCount === 0 ? '- No tools were offered, so I could not look at the workspace.' : '- The workspace tools I use (list_files, read_file) were not offered.');
   }

@@ -12,7 +12,7 @@
  */
 import { ToolRuntimeError } from '../../src/index.js';
 import { readBodyChunks } from './read-body-chunks.js';
-import type { ModelResponse, ResponseItem } from './responses-model.js';
+import { NATIVE_CALL_TYPES, type ModelResponse, type ResponseItem } from './responses-model.js';
 import { toModelResponse, type RawResponse } from './to-model-response.js';
 
 /** Events whose data the reader must look at; other `response.*` events are skipped unparsed. */
@@ -62,7 +62,7 @@ function assembled(state: StreamState): ResponseItem[] {
   });
   const finished = new Set(items.map(({ outputIndex }) => outputIndex));
   for (const [outputIndex, item] of state.added) {
-    if (!finished.has(outputIndex) && item.type === 'function_call') items.push({ outputIndex, item: { ...item, status: 'incomplete' } });
+    if (!finished.has(outputIndex) && (item.type === 'function_call' || NATIVE_CALL_TYPES.has(item.type))) items.push({ outputIndex, item: { ...item, status: 'incomplete' } });
   }
   items.sort((a, b) => a.outputIndex - b.outputIndex);
   return items.flatMap(({ item }) => (item ? [item] : []));

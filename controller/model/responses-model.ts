@@ -68,6 +68,9 @@ export interface ResponsesModel {
   create(request: ModelRequest, options: { signal: AbortSignal }): Promise<ModelResponse>;
 }
 
+/** The item types of the provider's own tool calls the loop answers (`apply_patch`, `shell`). */
+export const NATIVE_CALL_TYPES: ReadonlySet<string> = new Set(['apply_patch_call', 'shell_call']);
+
 /** True when `item` is a function call. */
 export function isFunctionCall(item: ResponseItem): item is FunctionCallItem {
   return item.type === 'function_call' && typeof item.call_id === 'string' && typeof item.name === 'string';

@@ -107,6 +107,11 @@ export interface ToolDefinition {
   executionMode: 'parallel' | 'sequential';
   readOnly: boolean;
   destructive: boolean;
+  /**
+   * The provider tool this tool executes (`apply_patch`, `shell`): the loop may offer the provider's
+   * tool instead and send its calls here (see controller/loop/native-tools.ts). Absent for most.
+   */
+  nativeTool?: 'apply_patch' | 'shell';
 }
 
 /** One part of a call result's content. */

@@ -1,4 +1,5 @@
 import type { SidecarLimits } from '../sidecar-limits.js';
+import type { LimitSettings } from './computer/sandbox/limits/limit-settings.js';
 import type { SandboxSettings } from './computer/sandbox/sandbox-policy.js';
 
 /**
@@ -24,4 +25,9 @@ export interface CategoryConfig {
    * every category that starts a process (computer, skills, MCP servers) starts it through the sandbox.
    */
   sandbox?: SandboxSettings;
+  /**
+   * What one agent's processes may use together (`--limits`): memory with the tmpfs it writes,
+   * processes, CPU, the sandbox's `/tmp` size. Unset: the defaults (defaultLimitSettings).
+   */
+  processLimits?: LimitSettings;
 }

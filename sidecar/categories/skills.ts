@@ -3,7 +3,7 @@ import type { Logger } from '../../src/index.js';
 import type { CategoryConfig } from './category-config.js';
 import type { CategoryContext, CategoryOutput } from './category.js';
 import { commandEnv } from './computer/command-env.js';
-import { policyFor } from './computer/sandbox/start-process.js';
+import { policyFor } from './process-policy.js';
 import { installMcporterWrapper, listMcpTools, mcporterServerEntry, writeMcporterConfig, type McpListing } from './skills/mcporter.js';
 import { SkillCatalog, type Skill, type SkillMcpServer } from './skills/skill-catalog.js';
 

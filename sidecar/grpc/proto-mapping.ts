@@ -77,6 +77,7 @@ export function toToolDefinition(schema: ToolSchema): ToolDefinition {
     executionMode: schema.executionMode === 'parallel' ? ExecutionMode.EXECUTION_MODE_PARALLEL : ExecutionMode.EXECUTION_MODE_SEQUENTIAL,
     readOnly: schema.readOnly,
     destructive: schema.destructive,
+    nativeTool: schema.nativeTool ?? '',
   };
 }
 

@@ -9,7 +9,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import { errorMessage, type Logger, type PresentationEvent, type WorkerAgentTool } from '../../src/index.js';
+import { errorMessage, headOf, type Logger, type PresentationEvent, type WorkerAgentTool } from '../../src/index.js';
 import { toolKey } from '../../src/schema/collect-tool-schemas.js';
 import { assembleToolSet, type ApprovalPolicy, type Catalogs, type TurnContext } from '../categories/category.js';
 import type { SidecarConfig } from '../sidecar-config.js';
@@ -199,7 +199,7 @@ export function createMcpTurnServer(options: McpServeOptions & { label: string; 
         {
           method: 'elicitation/create',
           params: {
-            message: `Allow ${name}: ${approval.label}?\nParameters: ${approval.parametersJson.slice(0, 4_000)}${approval.destructive ? '\n(The tool may change or delete things.)' : ''}`,
+            message: `Allow ${name}: ${approval.label}?\nParameters: ${headOf(approval.parametersJson, 4_000)}${approval.destructive ? '\n(The tool may change or delete things.)' : ''}`,
             requestedSchema: { type: 'object', properties: {} },
           },
         },
@@ -247,5 +247,5 @@ export function createMcpTurnServer(options: McpServeOptions & { label: string; 
 function progressMessage(event: PresentationEvent): string {
   const payload = event.payload as { text?: unknown } | undefined;
   const text = typeof payload?.text === 'string' ? payload.text : `${event.kind} ${JSON.stringify(event.payload) ?? ''}`;
-  return text.length > MAX_PROGRESS_MESSAGE_CHARS ? `${text.slice(0, MAX_PROGRESS_MESSAGE_CHARS)}…` : text;
+  return text.length > MAX_PROGRESS_MESSAGE_CHARS ? `${headOf(text, MAX_PROGRESS_MESSAGE_CHARS)}…` : text;
 }

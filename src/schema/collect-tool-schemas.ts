@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { ToolRuntimeError } from '../errors.js';
 import type { JSONObject } from '../json.js';
-import type { ExecutionMode, WorkerAgentTool } from '../tool/worker-agent-tool.js';
+import type { ExecutionMode, NativeToolKind, WorkerAgentTool } from '../tool/worker-agent-tool.js';
 import { toStrictJSONSchema } from './strict-schema.js';
 import { zodToJSONSchema } from './zod-to-json-schema.js';
 
@@ -20,6 +20,8 @@ export interface ToolSchema {
   executionMode: ExecutionMode;
   readOnly: boolean;
   destructive: boolean;
+  /** The provider tool this tool executes (WorkerAgentTool.nativeTool); absent for most. */
+  nativeTool?: NativeToolKind;
 }
 
 /** The key a tool is found by in one turn: `namespace.name`, or the bare name. */
@@ -93,6 +95,7 @@ export function collectToolSchemas(tools: readonly WorkerAgentTool[]): ToolSchem
     if (tool.strictNote !== undefined && tool.strictNote !== '') schema.strictNote = tool.strictNote;
     if (tool.namespace !== undefined) schema.namespace = tool.namespace;
     if (tool.namespaceDescription !== undefined) schema.namespaceDescription = tool.namespaceDescription;
+    if (tool.nativeTool !== undefined) schema.nativeTool = tool.nativeTool;
     schemas.push(schema);
   }
   return schemas;

@@ -1,3 +1,5 @@
+import { headOf, tailOf } from './cut-text.js';
+
 /** What `truncateMiddle` kept. */
 export interface TruncatedText {
   text: string;
@@ -15,7 +17,10 @@ export function truncateMiddle(text: string, maxChars: number): TruncatedText {
   const budget = Math.max(0, maxChars - 64);
   const headChars = Math.ceil(budget / 2);
   const tailChars = budget - headChars;
-  const cutChars = text.length - headChars - tailChars;
+  // Whole characters only: a pair at either cut is dropped whole, and counted as cut.
+  const head = headOf(text, headChars);
+  const tail = tailChars > 0 ? tailOf(text, tailChars) : '';
+  const cutChars = text.length - head.length - tail.length;
   const marker = `\n[… ${cutChars} characters cut …]\n`;
-  return { text: text.slice(0, headChars) + marker + (tailChars > 0 ? text.slice(text.length - tailChars) : ''), cutChars };
+  return { text: head + marker + tail, cutChars };
 }

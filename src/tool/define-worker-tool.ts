@@ -4,7 +4,10 @@ import { isJSONObject, type JSONObject } from '../json.js';
 import { toStrictJSONSchema } from '../schema/strict-schema.js';
 import { zodToJSONSchema } from '../schema/zod-to-json-schema.js';
 import type { AgentToolResult } from './tool-result.js';
-import type { ExecutionMode, ToolExecutionContext, WorkerAgentTool } from './worker-agent-tool.js';
+import type { ExecutionMode, NativeToolKind, ToolExecutionContext, WorkerAgentTool } from './worker-agent-tool.js';
+
+/** The provider tools a tool may stand for (WorkerAgentTool.nativeTool). */
+export const NATIVE_TOOL_KINDS: readonly NativeToolKind[] = ['apply_patch', 'shell'];
 
 /** The pattern providers accept for tool (and namespace) names. */
 export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -30,6 +33,8 @@ interface DefinitionBase<TParams> {
   /** Defaults to the tool's name. */
   describeActivity?: (params: TParams) => string;
   describeCompletedActivity?: (params: TParams, result: AgentToolResult) => string;
+  /** See WorkerAgentTool.nativeTool. */
+  nativeTool?: NativeToolKind;
   /** See WorkerAgentTool.alwaysAsks. */
   alwaysAsks?: (params: TParams) => boolean;
   execute: (params: TParams, context: ToolExecutionContext) => Promise<AgentToolResult>;
@@ -75,6 +80,9 @@ export function defineWorkerTool(
   if (definition.namespace !== undefined && !TOOL_NAME_PATTERN.test(definition.namespace)) {
     throw invalid('the namespace must match ^[a-zA-Z0-9_-]{1,64}$');
   }
+  if (definition.nativeTool !== undefined && !NATIVE_TOOL_KINDS.includes(definition.nativeTool)) {
+    throw invalid(`nativeTool must be one of ${NATIVE_TOOL_KINDS.join(', ')}`);
+  }
   if (definition.schema === undefined && definition.jsonSchema === undefined) {
     throw invalid('give a Zod `schema` or a raw `jsonSchema`');
   }
@@ -110,6 +118,7 @@ export function defineWorkerTool(
     describeActivity: definition.describeActivity ?? (() => name),
     describeCompletedActivity: definition.describeCompletedActivity,
     ...(definition.alwaysAsks ? { alwaysAsks: definition.alwaysAsks } : {}),
+    ...(definition.nativeTool ? { nativeTool: definition.nativeTool } : {}),
     execute: definition.execute,
   };
 }

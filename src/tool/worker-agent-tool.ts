@@ -5,6 +5,9 @@ import type { AgentToolResult, PresentationEvent } from './tool-result.js';
 /** Whether a tool can run alongside others in the same model response. */
 export type ExecutionMode = 'parallel' | 'sequential';
 
+/** The provider tools a sidecar tool can stand for (see WorkerAgentTool.nativeTool). */
+export type NativeToolKind = 'apply_patch' | 'shell';
+
 /** What `execute` gets besides its validated params. */
 export interface ToolExecutionContext {
   /**
@@ -74,6 +77,13 @@ export interface WorkerAgentTool<TParams = any> {
    * (run_command asking to run outside the sandbox). A client that cannot answer gets it denied.
    */
   alwaysAsks?(params: TParams): boolean;
+  /**
+   * The provider's own tool this tool executes (the Responses API's `apply_patch` or `shell`): a
+   * client that offers the provider's tool instead of this function sends the provider's calls
+   * here. `apply_patch` takes `{ patch }` (V4A text); `shell` takes `{ command, timeout_ms }` and
+   * streams `command.output` events. Absent for ordinary tools.
+   */
+  readonly nativeTool?: NativeToolKind;
   /** Runs the tool on validated params. Throwing yields a `tool_failed` error result. */
   execute(params: TParams, context: ToolExecutionContext): Promise<AgentToolResult>;
 }

@@ -1,14 +1,12 @@
-import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import picomatch from 'picomatch';
 import { z } from 'zod';
 import { defineWorkerTool, textResult, ToolRuntimeError, truncateMiddle, type WorkerAgentTool } from '../../../src/index.js';
 import type { CategoryConfig } from '../category-config.js';
 import { listWorkspaceFiles } from './list-workspace-files.js';
-import { checkFileAccess, hiddenPathTest } from './sandbox/file-access.js';
+import { createWorkspaceFiles, type WorkspaceFiles } from './files/workspace-files.js';
 import type { SandboxPolicy } from './sandbox/sandbox-policy.js';
 import { smallDiff } from './small-diff.js';
-import { resolveWorkspacePath } from './workspace-path.js';
 
 /** The largest file read_file and edit_file open, in bytes. */
 export const MAX_TEXT_FILE_BYTES = 5 * 1024 * 1024;
@@ -17,19 +15,23 @@ export const DEFAULT_READ_LINES = 2_000;
 
 const fail = (message: string) => new ToolRuntimeError('tool_failed', message);
 
-/** Reads a workspace file as UTF-8 text, refusing folders, binary files and files over the cap. */
-async function readText(absolute: string, shown: string): Promise<string> {
-  const info = await stat(absolute).catch(() => undefined);
-  if (!info) throw fail(`${shown} does not exist`);
-  if (info.isDirectory()) throw fail(`${shown} is a directory; use list_files to see what it holds`);
-  if (info.size > MAX_TEXT_FILE_BYTES) throw fail(`${shown} is ${info.size} bytes, over the ${MAX_TEXT_FILE_BYTES}-byte cap; use run_command with head, tail or grep`);
-  const bytes = await readFile(absolute);
-  if (bytes.subarray(0, 8192).includes(0)) throw fail(`${shown} is a binary file (${bytes.length} bytes); read_file only reads text`);
-  try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-  } catch {
-    throw fail(`${shown} is a binary file (${bytes.length} bytes, not valid UTF-8); read_file only reads text`);
+/**
+ * Decodes a file's bytes as UTF-8, refusing binary files. A `cut` read may end inside a character:
+ * up to three trailing bytes of an unfinished sequence are dropped.
+ *
+ * @throws ToolRuntimeError `tool_failed` for a NUL byte in the first 8 KiB or invalid UTF-8.
+ */
+export function decodeText(bytes: Buffer, shown: string, cut = false): string {
+  if (bytes.subarray(0, 8192).includes(0)) throw fail(`${shown} is a binary file (${bytes.length} bytes); the file tools only read text`);
+  const decoder = () => new TextDecoder('utf-8', { fatal: true });
+  for (let drop = 0; drop <= (cut ? 3 : 0); drop++) {
+    try {
+      return decoder().decode(bytes.subarray(0, bytes.length - drop));
+    } catch {
+      // try one byte shorter (only for a cut read)
+    }
   }
+  throw fail(`${shown} is a binary file (${bytes.length} bytes, not valid UTF-8); the file tools only read text`);
 }
 
 const countLines = (text: string) => (text === '' ? 0 : text.split('\n').length - (text.endsWith('\n') ? 1 : 0));
@@ -55,20 +57,15 @@ const listSchema = z.object({
 
 /**
  * The file tools of the computer category: read_file and list_files (read-only, parallel),
- * write_file and edit_file (destructive, sequential). Every path is resolved inside the workspace
- * (see resolveWorkspacePath) and held to the turn's sandbox `policy` like the commands are
- * (checkFileAccess: hidden paths, read-only); errors are thrown with a message the model can act on.
+ * write_file and edit_file (destructive, sequential). Every file is opened through `files`
+ * (files/workspace-files.ts: a walk from the workspace's descriptor that no symlink swap can lead
+ * out, the sandbox's rule checked on what was opened, reads capped, FIFOs and devices refused,
+ * writes by temp file and rename) and held to the turn's sandbox `policy` like the commands are;
+ * errors are thrown with a message the model can act on.
  */
-export function createFileTools(options: { config: CategoryConfig; policy: SandboxPolicy }): WorkerAgentTool[] {
+export function createFileTools(options: { config: CategoryConfig; policy: SandboxPolicy; files?: WorkspaceFiles }): WorkerAgentTool[] {
   const { config, policy } = options;
-  const isHidden = hiddenPathTest(policy);
-  const resolveFor = async (access: 'read' | 'write', given: string, signal: AbortSignal) => {
-    const target = await resolveWorkspacePath(config.workspace, given, { signal });
-    checkFileAccess(policy, isHidden, target.absolute, target.relative, access);
-    return target;
-  };
-  const resolve = (given: string, signal: AbortSignal) => resolveFor('read', given, signal);
-  const resolveWrite = (given: string, signal: AbortSignal) => resolveFor('write', given, signal);
+  const files = options.files ?? createWorkspaceFiles({ workspace: config.workspace, policy });
 
   const readTool = defineWorkerTool({
     name: 'read_file',
@@ -82,8 +79,8 @@ export function createFileTools(options: { config: CategoryConfig; policy: Sandb
       return lines === undefined ? `Read ${params.path}` : `Read ${params.path} (${lines} lines)`;
     },
     async execute(params, context) {
-      const target = await resolve(params.path, context.signal);
-      const text = await readText(target.absolute, target.relative);
+      const target = await files.read(params.path, { access: 'read', maxBytes: MAX_TEXT_FILE_BYTES, signal: context.signal });
+      const text = decodeText(target.bytes, target.relative, target.cut);
       if (context.signal.aborted) throw new ToolRuntimeError('aborted', 'read_file was aborted');
       const lines = text.split('\n');
       if (text.endsWith('\n')) lines.pop();
@@ -95,7 +92,8 @@ export function createFileTools(options: { config: CategoryConfig; policy: Sandb
       const numbered = lines.slice(start - 1, end).map((line, index) => `${String(start + index).padStart(width)}\t${line}`);
       const shown = truncateMiddle(numbered.join('\n'), config.limits.maxResultTextChars - 200);
       const header = `${target.relative}: lines ${lines.length === 0 ? 0 : start}-${end} of ${lines.length}${end < lines.length ? ` (read on with start_line=${end + 1})` : ''}`;
-      return textResult(`${header}\n${shown.text}`, { details: { path: target.relative, lines: lines.length, start, end } });
+      const note = target.cut ? `\n[… the file grew past the ${MAX_TEXT_FILE_BYTES}-byte cap while it was read: only its first ${MAX_TEXT_FILE_BYTES} bytes are shown …]` : '';
+      return textResult(`${header}\n${shown.text}${note}`, { details: { path: target.relative, lines: lines.length, start, end, cut: target.cut } });
     },
   });
 
@@ -108,16 +106,10 @@ export function createFileTools(options: { config: CategoryConfig; policy: Sandb
     describeActivity: (params) => `Writing ${params.path}`,
     describeCompletedActivity: (params) => `Wrote ${params.path} (${countLines(params.content)} lines)`,
     async execute(params, context) {
-      const target = await resolveWrite(params.path, context.signal);
-      const existing = await stat(target.absolute).catch(() => undefined);
-      if (existing?.isDirectory()) throw fail(`${target.relative} is a directory`);
-      await mkdir(path.dirname(target.absolute), { recursive: true });
-      // The folders just made could in theory be raced into a symlink: check again before writing.
-      const checked = await resolveWrite(params.path, context.signal);
-      await writeFile(checked.absolute, params.content, { signal: context.signal });
+      const [written] = await files.commit([{ path: params.path, content: params.content }], context.signal);
       const bytes = Buffer.byteLength(params.content);
-      return textResult(`${existing ? 'Overwrote' : 'Created'} ${checked.relative}: ${bytes} bytes, ${countLines(params.content)} lines`, {
-        details: { path: checked.relative, bytes, created: !existing },
+      return textResult(`${written!.action === 'created' ? 'Created' : 'Overwrote'} ${written!.relative}: ${bytes} bytes, ${countLines(params.content)} lines`, {
+        details: { path: written!.relative, bytes, created: written!.action === 'created' },
       });
     },
   });
@@ -135,8 +127,8 @@ export function createFileTools(options: { config: CategoryConfig; policy: Sandb
       return `Edited ${params.path}${count ? ` (${count} replacement${count === 1 ? '' : 's'})` : ''}`;
     },
     async execute(params, context) {
-      const target = await resolveWrite(params.path, context.signal);
-      const before = await readText(target.absolute, target.relative);
+      const target = await files.read(params.path, { access: 'write', maxBytes: MAX_TEXT_FILE_BYTES, signal: context.signal, whole: true });
+      const before = decodeText(target.bytes, target.relative);
       if (params.old_string === params.new_string) throw new ToolRuntimeError('invalid_arguments', 'old_string and new_string are the same: nothing to change');
       const parts = before.split(params.old_string);
       const matches = parts.length - 1;
@@ -146,7 +138,8 @@ export function createFileTools(options: { config: CategoryConfig; policy: Sandb
       }
       const after = parts.join(params.new_string);
       if (context.signal.aborted) throw new ToolRuntimeError('aborted', 'edit_file was aborted');
-      await writeFile(target.absolute, after, { signal: context.signal });
+      // Written only if the file is still the one read (same device and inode), all or nothing.
+      await files.commit([{ path: target.relative, content: after, expect: target.identity, previous: target.bytes }], context.signal);
       return textResult(`Edited ${target.relative} (${matches} replacement${matches === 1 ? '' : 's'}):\n${smallDiff(before, after)}`, {
         details: { path: target.relative, replacements: matches },
       });
@@ -167,10 +160,10 @@ export function createFileTools(options: { config: CategoryConfig; policy: Sandb
     async execute(params, context) {
       const scanned = picomatch.scan(params.pattern);
       const base = scanned.isGlob ? scanned.base : path.posix.dirname(params.pattern);
-      // The walk starts at the glob's static base: it must not lead out through a symlink.
-      const root = await resolve('.', context.signal);
-      if (base !== '' && base !== '.') await resolve(base, context.signal);
-      const listing = await listWorkspaceFiles({ root: root.absolute, pattern: params.pattern, signal: context.signal, isHidden });
+      // The glob's static base is checked like any path (a symlink out of the workspace is refused
+      // by name); the walk itself follows no symlink at all.
+      if (base !== '' && base !== '.') await files.resolve(base, context.signal);
+      const listing = await listWorkspaceFiles({ files, pattern: params.pattern, signal: context.signal });
       const text =
         listing.files.length === 0
           ? `No files match \`${params.pattern}\`.`

@@ -3,7 +3,7 @@ import { mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 
 import path from 'node:path';
 
 /**
- * The second net under commands (the first is the supervisor of process-group-reaper.ts): every
+ * The second net under commands (the first is the supervisor of sandbox/process-group-reaper.ts): every
  * command's environment carries this sidecar's instance id, and the instance is recorded in the
  * state folder. At the first turn after a restart, the processes of recorded instances whose
  * sidecar is gone are killed, wherever they were re-parented: this covers a supervisor that was

@@ -2,6 +2,7 @@ import { opendir } from 'node:fs/promises';
 import path from 'node:path';
 import picomatch from 'picomatch';
 import { ToolRuntimeError } from '../../../src/index.js';
+import type { WorkspaceFiles } from './files/workspace-files.js';
 
 /** What a glob over the workspace found. */
 export interface WorkspaceListing {
@@ -14,23 +15,24 @@ export interface WorkspaceListing {
 const SKIPPED = new Set(['.git', 'node_modules']);
 
 /**
- * Lists the files under `root` whose relative path matches the glob `pattern` (picomatch, dot files
- * included), without following symlinked folders. `.git` and `node_modules` are skipped unless the
- * pattern names them. Stops after `maxResults` matches or `maxVisited` entries.
+ * Lists the files of the workspace whose relative path matches the glob `pattern` (picomatch, dot
+ * files included), following no symlink: each folder is opened from the root's descriptor one
+ * component at a time with O_NOFOLLOW (`files.openFolder`), so a folder swapped for a symlink
+ * mid-walk is skipped, never listed. Hidden paths (by name, and folders by device and inode) are
+ * neither listed nor walked into. `.git` and `node_modules` are skipped unless the pattern names
+ * them. Stops after `maxResults` matches or `maxVisited` entries.
  *
  * @throws ToolRuntimeError `invalid_arguments` for an absolute pattern or one with `..`;
  *   `aborted` when `signal` fires during the walk.
  */
 export async function listWorkspaceFiles(options: {
-  root: string;
+  files: WorkspaceFiles;
   pattern: string;
   signal: AbortSignal;
   maxResults?: number;
   maxVisited?: number;
-  /** True for an absolute path the sandbox hides: neither listed nor walked into. */
-  isHidden?: (absolute: string) => boolean;
 }): Promise<WorkspaceListing> {
-  const { root, pattern, signal } = options;
+  const { files, pattern, signal } = options;
   const maxResults = options.maxResults ?? 1_000;
   const maxVisited = options.maxVisited ?? 100_000;
   if (pattern.startsWith('/') || pattern.split('/').includes('..')) {
@@ -40,36 +42,44 @@ export async function listWorkspaceFiles(options: {
   const scanned = picomatch.scan(pattern);
   const base = scanned.isGlob ? scanned.base : path.posix.dirname(pattern);
   const namesSkipped = (name: string) => SKIPPED.has(name) && !pattern.includes(name);
-  const files: string[] = [];
+  const found: string[] = [];
   let visited = 0;
   let truncated = false;
+  const root = (await files.resolve('.', signal)).absolute;
   const queue: string[] = [base === '' || base === '.' ? '' : base];
   while (queue.length > 0) {
     if (signal.aborted) throw new ToolRuntimeError('aborted', 'list_files was aborted');
     const relativeDir = queue.shift()!;
-    let dir;
-    if (options.isHidden?.(path.join(root, relativeDir))) continue;
-    try {
-      dir = await opendir(path.join(root, relativeDir));
-    } catch {
+    const folder = await files.openFolder(relativeDir === '' ? [] : relativeDir.split('/'));
+    if (!folder) continue;
+    if (files.isHidden(path.join(root, relativeDir))) {
+      await folder.close();
       continue;
     }
+    let dir;
+    try {
+      dir = await opendir(`/proc/self/fd/${folder.handle.fd}`);
+    } catch {
+      await folder.close();
+      continue;
+    }
+    await folder.close();
     for await (const entry of dir) {
       visited++;
       const relative = relativeDir === '' ? entry.name : `${relativeDir}/${entry.name}`;
-      if (options.isHidden?.(path.join(root, relative))) continue;
+      if (files.isHidden(path.join(root, relative))) continue;
       if (entry.isDirectory()) {
         if (!namesSkipped(entry.name)) queue.push(relative);
       } else if (isMatch(relative)) {
-        files.push(relative);
+        found.push(relative);
       }
-      if (files.length >= maxResults || visited >= maxVisited) {
+      if (found.length >= maxResults || visited >= maxVisited) {
         truncated = true;
         break;
       }
     }
     if (truncated) break;
   }
-  files.sort();
-  return { files, truncated };
+  found.sort();
+  return { files: found, truncated };
 }

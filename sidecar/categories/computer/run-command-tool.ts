@@ -1,11 +1,12 @@
 import { stat } from 'node:fs/promises';
+import { formatBytes } from './sandbox/index.js';
 import { z } from 'zod';
 import { defineWorkerTool, textResult, ToolRuntimeError, truncateMiddle, type WorkerAgentTool } from '../../../src/index.js';
 import type { CategoryConfig } from '../category-config.js';
 import { commandEnv } from './command-env.js';
 import { instanceEnv } from './leftover-commands.js';
 import { runProcess } from './run-process.js';
-import type { SandboxPolicy } from './sandbox/sandbox-policy.js';
+import type { ProcessPolicy } from './sandbox/index.js';
 import { resolveWorkspacePath } from './workspace-path.js';
 
 /** The default and the largest `timeout_ms` of run_command. */
@@ -38,6 +39,8 @@ export interface RunCommandDetails {
   exitCode: number | null;
   signal: string | null;
   timedOut: boolean;
+  /** True when the OOM killer ended it at its agent's memory limit. */
+  outOfMemory?: boolean;
   durationMs: number;
   cutChars: number;
   /** True when it ran outside the sandbox (approved). */
@@ -58,14 +61,14 @@ function short(command: string): string {
  */
 export function createRunCommandTool(options: {
   config: CategoryConfig;
-  policy: SandboxPolicy;
+  policy: ProcessPolicy;
   /** Offer `unsandboxed: true` (the operator's --allow-unsandboxed, and a turn that did not tighten the sandbox). */
   offerUnsandboxed?: boolean;
   killGraceMs?: number;
 }): WorkerAgentTool<z.output<typeof unsandboxedSchema>> {
   const { config, policy } = options;
   const offerUnsandboxed = options.offerUnsandboxed === true && policy.mode !== 'off';
-  const unconfined: SandboxPolicy = { ...policy, mode: 'off', network: { mode: 'on' } };
+  const unconfined: ProcessPolicy = { ...policy, mode: 'off', network: { mode: 'on' } };
   return defineWorkerTool<typeof unsandboxedSchema>({
     name: 'run_command',
     description:
@@ -73,13 +76,16 @@ export function createRunCommandTool(options: {
     schema: (offerUnsandboxed ? unsandboxedSchema : schema) as typeof unsandboxedSchema,
     executionMode: 'sequential',
     isDestructive: true,
+    // The Responses API's own `shell` tool runs here: its calls carry one command each, and the
+    // `command.output` events give it stdout and stderr apart.
+    nativeTool: 'shell',
     // Nothing runs outside the operator's sandbox without a person saying yes, whatever the turn's policy.
     ...(offerUnsandboxed ? { alwaysAsks: (params: { unsandboxed?: boolean }) => params.unsandboxed === true } : {}),
     describeActivity: (params) => `Running \`${short(params.command)}\`${offerUnsandboxed && params.unsandboxed ? ' OUTSIDE the sandbox' : ''}`,
     describeCompletedActivity: (params, result) => {
       const details = result.details as RunCommandDetails | undefined;
       if (!details) return `Ran \`${short(params.command)}\``;
-      const status = details.timedOut ? 'timed out' : details.exitCode !== null ? `exit ${details.exitCode}` : `killed by ${details.signal}`;
+      const status = details.timedOut ? 'timed out' : details.outOfMemory ? 'out of memory' : details.exitCode !== null ? `exit ${details.exitCode}` : `killed by ${details.signal}`;
       return `Ran \`${short(params.command)}\` (${status}, ${(details.durationMs / 1000).toFixed(1)} s)`;
     },
     async execute(params, context) {
@@ -106,7 +112,9 @@ export function createRunCommandTool(options: {
       const cutChars = outcome.cutChars + shown.cutChars;
       const status = timedOut
         ? `timed out after ${timeoutMs} ms; the process group was killed`
-        : outcome.exitCode !== null
+        : outcome.outOfMemory
+          ? `killed: out of memory (limit ${formatBytes(outcome.outOfMemory.limitBytes)}; this agent's processes share it)`
+          : outcome.exitCode !== null
           ? `exit code ${outcome.exitCode}`
           : `killed by signal ${outcome.signal}`;
       const header = `${status} (${(outcome.durationMs / 1000).toFixed(1)} s)${cutChars > 0 ? `; ${cutChars} characters of output cut from the middle` : ''}`;
@@ -114,6 +122,7 @@ export function createRunCommandTool(options: {
         exitCode: outcome.exitCode,
         signal: outcome.signal,
         timedOut,
+        ...(outcome.outOfMemory ? { outOfMemory: true } : {}),
         durationMs: Math.round(outcome.durationMs),
         cutChars,
         ...(offerUnsandboxed && params.unsandboxed ? { unsandboxed: true } : {}),

@@ -1,8 +1,7 @@
 import { StringDecoder } from 'node:string_decoder';
+import { headOf } from '../../../src/index.js';
 import { HeadTailBuffer } from './head-tail-buffer.js';
-import type { ProcessGroupReaper } from './process-group-reaper.js';
-import type { SandboxPolicy } from './sandbox/sandbox-policy.js';
-import { startProcess } from './sandbox/start-process.js';
+import { startProcess, type ProcessGroupReaper, type ProcessPolicy } from './sandbox/index.js';
 
 /** How a process ended. */
 export interface ProcessOutcome {
@@ -11,6 +10,11 @@ export interface ProcessOutcome {
   signal: NodeJS.Signals | null;
   /** True when `signal` fired before the process ended (the group was killed). */
   killed: boolean;
+  /**
+   * Set when the kernel's OOM killer ended it at its agent's memory limit (`limitBytes`): it died
+   * of SIGKILL (status 137 behind bubblewrap) and its group counted an OOM kill meanwhile.
+   */
+  outOfMemory?: { limitBytes: number };
   /** stdout and stderr interleaved as they arrived, head and tail kept, middle cut with a marker. */
   output: string;
   /** Characters cut from the middle of `output`. */
@@ -20,8 +24,8 @@ export interface ProcessOutcome {
 
 export interface RunProcessOptions {
   command: string;
-  /** The sandbox it runs under (see startProcess). */
-  policy: SandboxPolicy;
+  /** The sandbox and the limits it runs under (see startProcess). */
+  policy: ProcessPolicy;
   cwd: string;
   env: NodeJS.ProcessEnv;
   /** Kills the whole process group: SIGTERM, then SIGKILL after `killGraceMs`. */
@@ -60,17 +64,18 @@ export async function runProcess(options: RunProcessOptions): Promise<ProcessOut
   const buffer = new HeadTailBuffer(options.maxOutputChars ?? 200_000);
   const flushInterval = options.flushIntervalMs ?? 100;
   let streamBudget = options.maxStreamedChars ?? 1_000_000;
-  const pending: Record<'stdout' | 'stderr', string> = { stdout: '', stderr: '' };
+  const unsent: Record<'stdout' | 'stderr', string> = { stdout: '', stderr: '' };
   let flushTimer: NodeJS.Timeout | undefined;
 
   const flush = () => {
     flushTimer = undefined;
     for (const stream of ['stdout', 'stderr'] as const) {
-      const text = pending[stream];
-      pending[stream] = '';
+      const text = unsent[stream];
+      unsent[stream] = '';
       if (text === '' || streamBudget <= 0 || !options.onOutput) continue;
-      const part = text.slice(0, streamBudget);
-      streamBudget -= part.length;
+      const part = headOf(text, streamBudget);
+      // A cut (even one short of the budget, to keep a character whole) spends the budget.
+      streamBudget = part.length < text.length ? 0 : streamBudget - part.length;
       options.onOutput(stream, streamBudget <= 0 ? `${part}\n[… live output stops here; the result keeps head and tail …]\n` : part);
     }
   };
@@ -84,6 +89,8 @@ export async function runProcess(options: RunProcessOptions): Promise<ProcessOut
   });
   const { child, pid } = proc;
   const killGroup = (_pid: number, signal: NodeJS.Signals) => proc.killGroup(signal);
+  const diedOfMemory = (exit: { code: number | null; signal: NodeJS.Signals | null }) =>
+    proc.memoryLimitBytes !== undefined && (exit.signal === 'SIGKILL' || exit.code === 137) && proc.outOfMemory();
   return new Promise<ProcessOutcome>((resolve, reject) => {
     let killed = false;
     let killTimer: NodeJS.Timeout | undefined;
@@ -111,6 +118,7 @@ export async function runProcess(options: RunProcessOptions): Promise<ProcessOut
         exitCode: exit.code,
         signal: exit.signal,
         killed,
+        ...(diedOfMemory(exit) ? { outOfMemory: { limitBytes: proc.memoryLimitBytes! } } : {}),
         output: buffer.toString(),
         cutChars: buffer.droppedChars,
         durationMs: performance.now() - started,
@@ -123,15 +131,15 @@ export async function runProcess(options: RunProcessOptions): Promise<ProcessOut
       source.on('data', (chunk: Buffer) => {
         const text = decoder.write(chunk);
         buffer.append(text);
-        pending[stream] += text;
-        if (pending[stream].length > 64 * 1024) flush();
+        unsent[stream] += text;
+        if (unsent[stream].length > 64 * 1024) flush();
         else flushTimer ??= setTimeout(flush, flushInterval);
       });
       source.on('close', () => {
         const rest = decoder.end();
         if (rest) {
           buffer.append(rest);
-          pending[stream] += rest;
+          unsent[stream] += rest;
         }
         openStreams -= 1;
         finish();

@@ -43,24 +43,14 @@ function checkAborted(signal: AbortSignal | undefined): void {
 const errnoCode = (error: unknown) => (error as NodeJS.ErrnoException | undefined)?.code;
 
 /**
- * Resolves a path the model gave (relative to the workspace root, or absolute inside it) and checks
- * that it stays inside the workspace: lexically (`..` segments, absolute paths elsewhere) and
- * physically, so a symlink that leads out is refused, for reads and for writes of files that do not
- * exist yet. A dangling (or looping) symlink is refused too, since writing through it would create
- * its target wherever it points.
+ * The lexical half of the path check, with no file system access: refuses an empty path, one over
+ * the system's limits (PATH_MAX 4096 bytes, NAME_MAX 255 bytes per component), a NUL byte, `..`
+ * that leads out and an absolute path elsewhere. Returns the components below the workspace root
+ * (`[]` for the root itself), `..` and `.` already folded.
  *
- * Paths over the system's limits (PATH_MAX 4096 bytes, NAME_MAX 255 bytes per component) are
- * refused before any file system access. The physical check walks forward from the real root, one
- * `lstat` per existing component and a `realpath` only at a symlink, and stops at the first
- * component that does not exist: linear in the path's length.
- *
- * @param options.signal the call's signal: checked between steps; once aborted, the walk stops.
- * @throws ToolRuntimeError `invalid_arguments` saying why the path is refused (quoting at most a
- *   short prefix of it); `aborted` when `signal` fired.
+ * @throws ToolRuntimeError `invalid_arguments` saying why (quoting at most a short prefix).
  */
-export async function resolveWorkspacePath(workspace: string, given: string, options: { signal?: AbortSignal } = {}): Promise<WorkspacePath> {
-  const { signal } = options;
-  checkAborted(signal);
+export function splitWorkspacePath(workspace: string, given: string): string[] {
   if (typeof given !== 'string' || given.trim() === '') throw refuse(String(given), 'is empty');
   if (given.length >= PATH_MAX_BYTES || Buffer.byteLength(given) >= PATH_MAX_BYTES) {
     throw refuse(given, `is ${Buffer.byteLength(given)} bytes long, over the system's limit of ${PATH_MAX_BYTES - 1} bytes (PATH_MAX ${PATH_MAX_BYTES})`);
@@ -76,9 +66,34 @@ export async function resolveWorkspacePath(workspace: string, given: string, opt
   if (!isInside(root, lexical)) {
     throw refuse(given, path.isAbsolute(given) ? 'is an absolute path outside the workspace' : 'leads out of the workspace (`..`)');
   }
+  return path.relative(root, lexical).split(path.sep).filter((part) => part !== '');
+}
+
+/**
+ * Resolves a path the model gave (relative to the workspace root, or absolute inside it) and checks
+ * that it stays inside the workspace: lexically (`..` segments, absolute paths elsewhere) and
+ * physically, so a symlink that leads out is refused, for reads and for writes of files that do not
+ * exist yet. A dangling (or looping) symlink is refused too, since writing through it would create
+ * its target wherever it points. This checks names: the file tools open through
+ * files/workspace-files.ts instead, which cannot be raced; this serves a command's `cwd`, which the
+ * sandbox confines anyway.
+ *
+ * Paths over the system's limits (PATH_MAX 4096 bytes, NAME_MAX 255 bytes per component) are
+ * refused before any file system access. The physical check walks forward from the real root, one
+ * `lstat` per existing component and a `realpath` only at a symlink, and stops at the first
+ * component that does not exist: linear in the path's length.
+ *
+ * @param options.signal the call's signal: checked between steps; once aborted, the walk stops.
+ * @throws ToolRuntimeError `invalid_arguments` saying why the path is refused (quoting at most a
+ *   short prefix of it); `aborted` when `signal` fired.
+ */
+export async function resolveWorkspacePath(workspace: string, given: string, options: { signal?: AbortSignal } = {}): Promise<WorkspacePath> {
+  const { signal } = options;
+  checkAborted(signal);
+  const parts = splitWorkspacePath(workspace, given);
+  const root = path.resolve(workspace);
   const realRoot = await realpath(root);
   checkAborted(signal);
-  const parts = path.relative(root, lexical).split(path.sep).filter((part) => part !== '');
   let current = realRoot;
   let index = 0;
   for (; index < parts.length; index++) {

@@ -1,6 +1,8 @@
+import { StringDecoder } from 'node:string_decoder';
 import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { tailOf } from '../../../src/index.js';
 import type { McpServerProcess } from './start-mcp-server-process.js';
 
 /** Bytes of a server's stderr kept (the tail) to explain why it died. */
@@ -42,8 +44,10 @@ export class ProcessTransport implements Transport {
         this.onmessage?.(message);
       }
     });
+    // One decoder for the stream: a character split across two chunks is decoded whole.
+    const decoder = new StringDecoder('utf8');
     child.stderr.on('data', (chunk: Buffer) => {
-      this.stderr = (this.stderr + chunk.toString('utf8')).slice(-STDERR_TAIL_CHARS);
+      this.stderr = tailOf(this.stderr + decoder.write(chunk), STDERR_TAIL_CHARS);
     });
     child.stdin.on('error', (error) => this.onerror?.(error));
     child.once('error', (error) => this.onerror?.(error));

@@ -1,6 +1,10 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import { existsSync, realpathSync, statSync } from 'node:fs';
+import path from 'node:path';
 import type { CategoryConfig } from '../category-config.js';
-import { policyFor, startProcess } from '../computer/sandbox/index.js';
+import { instanceEnv } from '../computer/leftover-commands.js';
+import { hiddenPathTest, startProcess } from '../computer/sandbox/index.js';
+import { policyFor } from '../process-policy.js';
 
 /** A started stdio MCP server process. */
 export interface McpServerProcess {
@@ -24,11 +28,13 @@ export interface McpServerProcess {
  *   the server does not start unconfined (the message names the cause and the fix).
  */
 export async function startMcpServerProcess(options: { config: CategoryConfig; command: string; args: string[]; cwd: string; env: NodeJS.ProcessEnv }): Promise<McpServerProcess> {
+  const policy = policyFor(options.config);
   const started = await startProcess({
     argv: [options.command, ...options.args],
     cwd: options.cwd,
-    env: options.env,
-    policy: policyFor(options.config),
+    // Marked as this sidecar's, as every command is: a restart kills what a dead sidecar left.
+    env: { ...options.env, ...instanceEnv() },
+    policy: { ...policy, readable: [...policy.readable, ...ownPaths(options, hiddenPathTest(policy))] },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   const child = started.child as ChildProcessWithoutNullStreams;
@@ -53,4 +59,39 @@ export async function startMcpServerProcess(options: { config: CategoryConfig; c
       clearTimeout(timer);
     },
   };
+}
+
+/**
+ * The server's own program and script folders, kept visible (read-only) in its sandbox: the
+ * command when it names a path, and each argument that names an existing file or folder (resolved
+ * from `cwd`), as the package that holds it (the nearest folder up with a `package.json`, so its
+ * `node_modules` resolve) or else its own folder. Without this, a server whose script lives under `/tmp`
+ * (a checkout made with `mktemp -d`) is hidden by the sandbox's private `/tmp` and cannot start.
+ * Nothing the sandbox hides is brought back.
+ */
+function ownPaths(options: { command: string; args: string[]; cwd: string }, hidden: (absolute: string) => boolean): string[] {
+  const found = new Set<string>();
+  for (const given of [options.command, ...options.args]) {
+    if (given === '' || given.startsWith('-') || (given === options.command && !given.includes('/'))) continue;
+    const absolute = path.resolve(options.cwd, given);
+    if (!existsSync(absolute)) continue;
+    let real: string;
+    try {
+      real = realpathSync(absolute);
+    } catch {
+      continue;
+    }
+    const folder = packageRoot(statSync(real).isDirectory() ? real : path.dirname(real));
+    if (folder === '/' || hidden(folder)) continue;
+    found.add(folder);
+  }
+  return [...found];
+}
+
+/** The nearest folder at or above `folder` with a package.json, or `folder` itself. */
+function packageRoot(folder: string): string {
+  for (let at = folder; at !== path.dirname(at); at = path.dirname(at)) {
+    if (existsSync(path.join(at, 'package.json'))) return at;
+  }
+  return folder;
 }

@@ -91,7 +91,7 @@ describe('categories through a real sidecar', () => {
 
   it('assembles both catalogs with the exact tool names', async () => {
     const text = await assemble(context({ canSpawnJobs: true, brainEnabled: true, enabledSkills: ['style-guide'] }));
-    expect(text.tools.map((t) => t.name)).toEqual(['todo_write', 'todo_read', 'run_command', 'read_file', 'write_file', 'edit_file', 'list_files', 'start_command', 'write_session', 'read_session', 'list_sessions', 'kill_session', 'web_fetch']);
+    expect(text.tools.map((t) => t.name)).toEqual(['todo_write', 'todo_read', 'run_command', 'read_file', 'write_file', 'edit_file', 'apply_patch', 'list_files', 'start_command', 'write_session', 'read_session', 'list_sessions', 'kill_session', 'web_fetch']);
     expect(text.instructions).toContain('Commit messages say why');
     const task = await assemble(context({ kind: TurnKind.TURN_KIND_WORKFLOW_TASK, brainEnabled: true, resultSchemaJson, enabledSkills: ['style-guide'] }));
     expect(task.tools.map((t) => t.name)).toEqual(['web_fetch', 'recall', 'get_page', 'submit_result']);

@@ -236,7 +236,7 @@ describe('approvals against the real sidecar', () => {
     expect(readFileSync(join(workspace, 'no-policy.txt'), 'utf8')).toBe('hi\n');
     expect(asked).toEqual([]);
     const tools = turn.tools.filter((tool) => tool.destructive).map((tool) => tool.name);
-    expect(tools).toEqual(['run_command', 'write_file', 'edit_file', 'start_command', 'write_session']);
+    expect(tools).toEqual(['run_command', 'write_file', 'edit_file', 'apply_patch', 'start_command', 'write_session']);
     await turn.close();
   });
 });

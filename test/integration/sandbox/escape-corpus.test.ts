@@ -1,5 +1,6 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,8 +19,9 @@ const suite = requireSystemTools({
     { name: 'bwrap', executable: '/usr/bin/bwrap' },
     { name: 'gcc', executable: '/usr/bin/gcc' },
     { name: 'git', executable: '/usr/bin/git' },
+    { name: 'socat', executable: '/usr/bin/socat' },
   ],
-  aptPackages: ['bubblewrap', 'gcc', 'git'],
+  aptPackages: ['bubblewrap', 'gcc', 'git', 'socat'],
 });
 
 const TOKEN = `token-${Math.random().toString(36).slice(2)}`;
@@ -43,6 +45,9 @@ async function run(command: string, driver = turn): Promise<{ text: string; code
   return { text: textOf(result), code: result.error?.code ?? '' };
 }
 
+/** git on the host, as the project runs it: no fsmonitor, no hooks. */
+const hostGit = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'core.fsmonitor=false', '-c', 'core.hooksPath=/dev/null', ...args], { cwd, encoding: 'utf8' });
+
 /** Live host processes whose command line is exactly `command`. */
 const running = (command: string) => liveProcesses().filter((entry) => entry.command === command);
 
@@ -59,7 +64,17 @@ describe('sandbox escape corpus', suite, () => {
     mkdirSync(join(workspace, 'secrets'));
     writeFileSync(join(workspace, 'secrets', 'key.pem'), 'PRIVATE KEY\n');
     writeFileSync(join(workspace, 'notes.txt'), 'hello\n');
-    mkdirSync(join(workspace, '.git', 'hooks'), { recursive: true });
+    hostGit(workspace, 'init', '-q');
+    // A nested checkout, and a worktree whose `.git` file names a gitdir elsewhere in the workspace.
+    mkdirSync(join(workspace, 'vendor', 'lib'), { recursive: true });
+    hostGit(join(workspace, 'vendor', 'lib'), 'init', '-q');
+    mkdirSync(join(workspace, 'data'));
+    hostGit(workspace, 'init', '-q', '--separate-git-dir', join(workspace, 'data', 'realgit'), join(workspace, 'wt'));
+    mkdirSync(join(workspace, 'conf'));
+    writeFileSync(join(workspace, 'conf', 'secret.env'), 'CONF-SECRET\n');
+    writeFileSync(join(workspace, 'conf', 'app.env'), 'PLAIN\n');
+    mkdirSync(join(workspace, 'vault'));
+    writeFileSync(join(workspace, 'vault', 'x'), 'VAULT-SECRET\n');
     loopback = createServer((socket) => {
       loopbackConnections++;
       socket.end('HELLO FROM OUTSIDE\n');
@@ -67,7 +82,7 @@ describe('sandbox escape corpus', suite, () => {
     await new Promise<void>((resolve) => loopback.listen(0, '127.0.0.1', resolve));
     loopbackPort = (loopback.address() as { port: number }).port;
     sidecar = await startSidecar({
-      args: ['--workspace', workspace, '--state-dir', stateDir, '--token-file', tokenFile, '--hide', join(workspace, 'secrets'), '--sandbox', 'workspace-write', '--log-level', 'error'],
+      args: ['--workspace', workspace, '--state-dir', stateDir, '--token-file', tokenFile, '--hide', join(workspace, 'secrets'), '--hide', join(workspace, 'conf', 'secret.env'), '--hide', join(workspace, 'vault'), '--sandbox', 'workspace-write', '--log-level', 'error'],
       env: { HOME: home, SANDBOX_TEST_SECRET: ENV_SECRET },
     });
     turn = await openTurn(createClient(sidecar.address, TOKEN), 'agent-escape');
@@ -179,6 +194,88 @@ describe('sandbox escape corpus', suite, () => {
     expect(existsSync(join(workspace, 'repo', '.git'))).toBe(true);
   });
 
+  it('git metadata stays read-only: config, hooks, a renamed .git, a gitdir file, nested repositories', async () => {
+    const config = readFileSync(join(workspace, '.git', 'config'), 'utf8');
+    const { text } = await run(
+      [
+        'git config core.fsmonitor "touch /tmp/x" && echo FSMONITOR',
+        'git config core.hooksPath hooks2 && echo HOOKSPATH',
+        'mv .git .git2 && echo MOVED',
+        'cp -a .git .gitcopy && echo "gitdir: .gitcopy" > .git && echo POINTED',
+        'git -C vendor/lib config core.fsmonitor "touch /tmp/x" && echo NESTED',
+        // A parent of a mount point can be renamed; the read-only mount moves with it.
+        'mv vendor vendor2 && { git -C vendor2/lib config core.fsmonitor "touch /tmp/x" && echo MOVED-NESTED; mv vendor2 vendor; }',
+        'echo "[core]" >> data/realgit/config && echo GITDIR',
+        'echo "gitdir: /tmp" > wt/.git && echo WTFILE',
+        'touch notes2.txt && git add notes2.txt && echo ADDED',
+        'echo END',
+      ].join('; '),
+    );
+    expect(text).toContain('END');
+    expect(text).not.toMatch(/FSMONITOR|HOOKSPATH|MOVED|POINTED|NESTED|GITDIR|WTFILE|ADDED/);
+    expect(existsSync(join(workspace, 'vendor', 'lib', '.git'))).toBe(true);
+    expect(readFileSync(join(workspace, '.git', 'config'), 'utf8')).toBe(config);
+    expect(statSync(join(workspace, '.git')).isDirectory()).toBe(true);
+    expect(readFileSync(join(workspace, 'vendor', 'lib', '.git', 'config'), 'utf8')).not.toMatch(/fsmonitor|hookspath/i);
+  });
+
+  it('the file tools refuse git metadata at any depth and under any name', async () => {
+    const paths = ['.git/config', '.git/modules/sub/hooks/pre-commit', 'vendor/lib/.git/hooks/pre-commit', 'data/realgit/hooks/pre-commit', 'wt/.git', 'new/.git'];
+    for (const [index, path] of paths.entries()) {
+      const result = await turn.call(`g${index}`, 'write_file', { path, content: '#!/bin/sh\necho planted\n' });
+      expect(result.error?.code, path).toBe('sandbox_denied');
+    }
+    expect(existsSync(join(workspace, 'data', 'realgit', 'hooks', 'pre-commit'))).toBe(false);
+    expect((await turn.call('g-ok', 'write_file', { path: 'vendor/lib/readme.txt', content: 'fine\n' })).error).toBeUndefined();
+  });
+
+  it('a root sidecar\'s commands cannot write /proc/sys nor leave a setuid or setgid program', async () => {
+    const before = readFileSync('/proc/sys/kernel/core_pattern', 'utf8');
+    const { text } = await run(
+      [
+        'echo "|/tmp/x" > /proc/sys/kernel/core_pattern && echo SYSCTL',
+        `printf 'int main(void) { return 0; }\\n' > suid.c && cc -o suid suid.c`,
+        'chmod 4755 suid && echo SETUID',
+        'chmod g+s suid && echo SETGID',
+        'install -m 6755 suid suid2 && echo INSTALLED',
+        'chmod 700 suid && echo PLAIN',
+      ].join('; '),
+    );
+    expect(text).not.toMatch(/SYSCTL|SETUID|SETGID|INSTALLED/);
+    expect(text).toContain('PLAIN');
+    expect(readFileSync('/proc/sys/kernel/core_pattern', 'utf8')).toBe(before);
+    expect(statSync(join(workspace, 'suid')).mode & 0o6000).toBe(0);
+  });
+
+  it('a hidden file stays hidden when its folder is renamed, and the file tools compare by inode', async () => {
+    const { text } = await run('mv conf conf2 && echo MOVED; cat conf2/secret.env conf/secret.env; mv conf/secret.env s && echo MOVEDFILE; cat conf/app.env; echo END');
+    expect(text).not.toMatch(/CONF-SECRET|MOVED/);
+    expect(text).toContain('PLAIN');
+    expect(existsSync(join(workspace, 'conf', 'secret.env'))).toBe(true);
+    // A hard link made outside carries the same inode under another name.
+    linkSync(join(workspace, 'conf', 'secret.env'), join(workspace, 'linked.env'));
+    try {
+      expect((await turn.call('i1', 'read_file', { path: 'linked.env' })).error?.code).toBe('sandbox_denied');
+    } finally {
+      rmSync(join(workspace, 'linked.env'));
+    }
+  });
+
+  it('a hidden folder moved away outside the sandbox stops every command until it is back', async () => {
+    await run('true');
+    renameSync(join(workspace, 'vault'), join(workspace, 'vault2'));
+    try {
+      const refused = await run('cat vault2/x; echo RAN');
+      expect(refused.code).toBe('sandbox_unavailable');
+      expect(refused.text).toContain(join(workspace, 'vault'));
+      expect(refused.text).not.toMatch(/VAULT-SECRET|RAN/);
+      expect((await turn.call('v1', 'read_file', { path: 'vault2/x' })).error?.code).toBe('sandbox_denied');
+    } finally {
+      renameSync(join(workspace, 'vault2'), join(workspace, 'vault'));
+    }
+    expect((await run('echo RAN')).text).toContain('RAN');
+  });
+
   it('a turn can tighten the sandbox to read-only, and then file tools refuse writes too', async () => {
     const tightened = await openTurn(createClient(sidecar.address, TOKEN), 'agent-tight', undefined, { sandbox: { mode: SandboxMode.SANDBOX_MODE_READ_ONLY, networkOff: true } });
     const { text } = await run('touch tightened.txt && echo TOUCHED; true', tightened);
@@ -217,3 +314,75 @@ describe('sandbox escape corpus: the sidecar SIGTERMed', suite, () => {
   }, 60_000);
 });
 
+
+describe('sandbox escape corpus: --network on, a workspace without git', suite, () => {
+  let folder: string;
+  let open: StartedSidecar;
+  let driver: TurnDriver;
+  let abstract: ChildProcess;
+  let tcp: Server;
+  let tcpPort: number;
+  let home2: string;
+  const abstractName = `tools-runtime-test-${Math.random().toString(36).slice(2)}`;
+  const send = async (command: string) => textOf(await driver.call(`n${++callCount}`, 'run_command', { command, timeout_ms: 60_000 }));
+
+  beforeAll(async () => {
+    folder = mkdtempSync(join(tmpdir(), 'sandbox-net-on-'));
+    mkdirSync(join(folder, 'workspace'));
+    mkdirSync(join(folder, 'workspace', 'sub'));
+    // socat, not node: node's listen('\0name') does not bind an abstract name.
+    const marker = join(folder, 'abstract-reached');
+    abstract = spawn('socat', [`ABSTRACT-LISTEN:${abstractName},fork`, `SYSTEM:echo HELLO FROM AN ABSTRACT SOCKET; touch ${marker}`], { stdio: 'ignore' });
+    await waitFor(() => (readFileSync('/proc/net/unix', 'utf8').includes(`@${abstractName}`) ? true : undefined), 10_000);
+    tcp = createServer((socket) => {
+      socket.on('error', () => {});
+      socket.end('HELLO OVER TCP\n', () => socket.destroy());
+    });
+    await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
+    tcpPort = (tcp.address() as { port: number }).port;
+    // A home the sandbox shows (the rest of the host's /tmp is gone inside), with another agent's state.
+    home2 = join(folder, 'workspace', 'home');
+    mkdirSync(join(home2, '.local', 'state', 'tools-runtime', '0123abcd'), { recursive: true });
+    writeFileSync(join(home2, '.local', 'state', 'tools-runtime', '0123abcd', 'screen'), 'OTHER-AGENT-STATE\n');
+    open = await startSidecar({ args: ['--workspace', join(folder, 'workspace'), '--state-dir', join(folder, 'state'), '--network', 'on', '--log-level', 'error'], env: { HOME: home2 } });
+    driver = await openTurn(createClient(open.address), 'agent-net-on');
+  }, 60_000);
+
+  afterAll(async () => {
+    await driver?.end().catch(() => {});
+    await open?.stop('SIGKILL');
+    abstract?.kill('SIGKILL');
+    await new Promise((resolve) => tcp?.close(resolve));
+    rmSync(folder, { recursive: true, force: true });
+  }, 30_000);
+
+  it('reaches TCP on the host\'s network, but no abstract Unix socket of the host', async () => {
+    const text = await send(`socat -T 3 - TCP:127.0.0.1:${tcpPort} </dev/null; socat -T 3 - ABSTRACT-CONNECT:${abstractName} </dev/null && echo CONNECTED; true`);
+    expect(text).toContain('HELLO OVER TCP');
+    expect(text).not.toMatch(/HELLO FROM AN ABSTRACT SOCKET|CONNECTED/);
+    expect(existsSync(join(folder, 'abstract-reached'))).toBe(false);
+  });
+
+  it('cannot make the workspace a repository: the root .git is reserved read-only; a sub-folder\'s repository works', async () => {
+    const text = await send(
+      [
+        'git init -q && echo ROOT-INIT',
+        'echo "gitdir: /tmp/g" > .git && echo POINTED',
+        'mkdir .git/hooks && echo HOOKS',
+        'cd sub && git init -q && git -c user.email=a@example.com -c user.name=A commit -q --allow-empty -m first && echo SUB-COMMITTED',
+      ].join('; '),
+    );
+    expect(text).not.toMatch(/ROOT-INIT|POINTED|HOOKS/);
+    expect(text).toContain('SUB-COMMITTED');
+    expect(existsSync(join(folder, 'workspace', '.git', 'config'))).toBe(false);
+  });
+
+  it('every sidecar\'s state under ~/.local/state/tools-runtime is hidden, not only this one\'s', async () => {
+    const root = join(home2, '.local', 'state', 'tools-runtime');
+    const text = await send(`cat ${root}/0123abcd/screen; ls -A ${root}; echo END`);
+    expect(text).toContain('END');
+    expect(text).not.toMatch(/OTHER-AGENT-STATE|^0123abcd$/m);
+    const read = await driver.call('s1', 'read_file', { path: 'home/.local/state/tools-runtime/0123abcd/screen' });
+    expect(read.error?.code).toBe('sandbox_denied');
+  });
+});

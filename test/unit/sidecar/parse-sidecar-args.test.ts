@@ -20,6 +20,13 @@ describe('parseSidecarArgs', () => {
     expect(options.exitOnStdinEof).toBe(false);
   });
 
+  it('reads --limits over the defaults, or off, and refuses a bad one naming it', () => {
+    expect(parseSidecarArgs(['--workspace', dir], {}).config.processLimits).toBeUndefined();
+    expect(parseSidecarArgs(['--workspace', dir, '--limits', 'memory=512M,pids=128'], {}).config.processLimits).toMatchObject({ enabled: true, memoryBytes: 512 * 1024 ** 2, pids: 128 });
+    expect(parseSidecarArgs(['--workspace', dir, '--limits', 'off'], {}).config.processLimits).toMatchObject({ enabled: false });
+    expect(() => parseSidecarArgs(['--workspace', dir, '--limits', 'memory=much'], {})).toThrow(/--limits: expected a size/);
+  });
+
   it('parses the reverse-request limits and the stdin lifeline', () => {
     const options = parseSidecarArgs(
       ['--workspace', dir, '--max-client-requests-per-call', '3', '--max-pending-client-requests', '5', '--max-client-message-bytes', '4096', '--exit-on-stdin-eof'],

@@ -42,6 +42,7 @@ export class AgentSidecars {
               ...(entry.stateDir ? ['--state-dir', entry.stateDir] : []),
               ...(entry.sandbox ? ['--sandbox', entry.sandbox] : []),
               ...(entry.mcpServers ? ['--mcp-servers', entry.mcpServers] : []),
+              ...(entry.limits ? ['--limits', entry.limits] : []),
             ];
             const spawned = await spawnSidecar({ workspace: entry.workspace, extraArgs, hide: options.hide ?? [], ...(entry.user ? { user: entry.user } : {}), signal: options.signal });
             sidecars.#spawned.push(spawned);

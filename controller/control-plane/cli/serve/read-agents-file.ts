@@ -6,7 +6,7 @@ import { errorMessage, ToolRuntimeError } from '../../../../src/index.js';
 /** Where one agent's sidecar is: a running one, or a workspace to start one over. */
 export type AgentSidecarEntry =
   | { kind: 'address'; address: string; tokenFile?: string }
-  | { kind: 'workspace'; workspace: string; stateDir?: string; sandbox?: 'off' | 'read-only' | 'workspace-write'; user?: { uid: number; gid: number }; mcpServers?: string };
+  | { kind: 'workspace'; workspace: string; stateDir?: string; sandbox?: 'off' | 'read-only' | 'workspace-write'; user?: { uid: number; gid: number }; mcpServers?: string; limits?: string };
 
 /**
  * The most agents one `serve` process takes: a platform's fleet (the fleet simulation runs 1,000),
@@ -25,6 +25,8 @@ const entry = z.union([
     // controller's data folder or token files, sandbox or not. Numeric, as the kernel takes it.
     user: z.string().regex(/^\d{1,10}(:\d{1,10})?$/, 'user is "UID" or "UID:GID" (numbers)').optional(),
     mcpServers: z.string().min(1).max(4096).optional(),
+    // Its sidecar's --limits (checked by that sidecar at start): "off" or "memory=2G,pids=512,...".
+    limits: z.string().regex(/^(off|on|[a-z]+=[0-9A-Za-z.]+(,[a-z]+=[0-9A-Za-z.]+)*)$/, 'limits is "off" or "memory=SIZE,pids=N,cpus=N,tmp=SIZE"').optional(),
   }),
 ]);
 const file = z.record(z.string(), entry);
@@ -32,10 +34,11 @@ const file = z.record(z.string(), entry);
 /**
  * Reads `serve --agents FILE`: a JSON object mapping each agent id to its sidecar, either
  * `{"address": "HOST:PORT", "tokenFile": "F"}` (a sidecar that runs already) or
- * `{"workspace": "DIR", "stateDir": "DIR", "sandbox": "off|read-only|workspace-write", "user": "UID[:GID]", "mcpServers": "FILE"}`
+ * `{"workspace": "DIR", "stateDir": "DIR", "sandbox": "off|read-only|workspace-write", "user": "UID[:GID]", "mcpServers": "FILE", "limits": "memory=2G,pids=512"}`
  * (one to start over that workspace; `sandbox` is its `--sandbox`, the sidecar's default when
  * absent; as that user when `user` is given, and then `stateDir` is required, a folder that user
- * can write; `mcpServers` is its `--mcp-servers`, the MCP servers it mounts). Relative paths are
+ * can write; `mcpServers` is its `--mcp-servers`, the MCP servers it mounts; `limits` is its
+ * `--limits`, what the agent's processes may use together). Relative paths are
  * read from the file's folder.
  *
  * @throws ToolRuntimeError `invalid_request` with a one-line reason: unreadable file, not JSON, an
@@ -88,6 +91,7 @@ export async function readAgentsFile(path: string): Promise<Map<string, AgentSid
             ...(value.sandbox ? { sandbox: value.sandbox } : {}),
             ...(user ? { user } : {}),
             ...(value.mcpServers ? { mcpServers: resolve(base, value.mcpServers) } : {}),
+            ...(value.limits ? { limits: value.limits } : {}),
           },
     );
   }

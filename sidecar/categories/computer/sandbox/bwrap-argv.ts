@@ -1,6 +1,9 @@
-import { realpathSync, statSync } from 'node:fs';
+import { accessSync, constants, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { isUnder, resolveHiddenPaths } from './file-access.js';
+import { findGitMetadata } from './git-metadata.js';
 import type { SandboxPolicy } from './sandbox-policy.js';
+import { SECCOMP_FD, seccompFilterFile, seccompLauncher } from './seccomp-filter.js';
 
 /** A process to start, before any sandbox: the program and its arguments, where, with what environment. */
 export interface CommandSpec {
@@ -16,6 +19,11 @@ export interface CommandSpec {
    * sidecar's terminal, which is what `--new-session` guards against.
    */
   terminal?: boolean;
+  /**
+   * Size of the sandbox's private `/tmp` and `/dev/shm` (bwrap's `--size`, 0.7 or later): a write
+   * past it fails with ENOSPC. Unset: unsized tmpfs (bounded only by the memory limit, if any).
+   */
+  tmpBytes?: number;
 }
 
 /** What to exec: `file` with `args` (bwrap in front when sandboxed), `env` and `cwd`. */
@@ -40,7 +48,12 @@ export const SANDBOX_PROXY_PORT = 3128;
 // In the sandbox's own /tmp (a tmpfs, so bwrap can make the mount point; the rest is read-only).
 const SANDBOX_PROXY_SOCKET = '/tmp/.tools-runtime-proxy.sock';
 
-const isUnder = (child: string, parent: string) => child === parent || child.startsWith(parent.endsWith('/') ? parent : `${parent}/`);
+/**
+ * The writable `/proc` knobs of the host that a sandbox's root (the host's uid 0 when the sidecar
+ * is root) could otherwise write: every sysctl (`kernel.core_pattern` runs a program as the host's
+ * root on any crash), and the SysRq trigger. bwrap covers `/proc/irq` and `/proc/bus` itself.
+ */
+const PROC_READ_ONLY = ['/proc/sys', '/proc/sysrq-trigger'];
 
 /** The real path of `given` and whether it is a folder; undefined when it does not exist. */
 function realEntry(given: string): { real: string; dir: boolean } | undefined {
@@ -50,6 +63,23 @@ function realEntry(given: string): { real: string; dir: boolean } | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Whether this process may create entries in `folder`. */
+function writableFolder(folder: string): boolean {
+  try {
+    accessSync(folder, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The folders strictly between `root` and `target` (`root/a`, `root/a/b` for `root/a/b/c`). */
+function foldersBetween(root: string, target: string): string[] {
+  const folders: string[] = [];
+  for (let at = path.dirname(target); at !== root && isUnder(at, root); at = path.dirname(at)) folders.unshift(at);
+  return folders;
 }
 
 /**
@@ -68,47 +98,89 @@ function proxyLauncher(socat: string): string[] {
   return ['/bin/bash', '-c', script, 'tools-runtime-proxy-bridge'];
 }
 
+/** What buildSandboxArgv needs besides the command. */
+export interface SandboxArgvOptions extends CommandSpec {
+  policy: SandboxPolicy;
+  bwrap: string;
+  proxy?: ProxyEndpoint;
+  /**
+   * Default true: load the seccomp filter (seccomp-filter.ts) through `--seccomp 3`, the exec then
+   * being `/bin/sh` opening the filter as descriptor 3 before it execs bwrap. False: no filter
+   * (only for tests that look at bwrap's own arguments).
+   */
+  seccomp?: boolean;
+}
+
 /**
  * Turns a command and the policy it runs under into what to exec. Under `mode: 'off'` that is the
- * command itself. Otherwise bubblewrap in front of it:
- * - the whole file system read-only (`--ro-bind / /`), a fresh `/dev` and `/proc`, a private `/tmp`;
- * - the workspace writable under `workspace-write` (its `.git/hooks` read-only, so nothing run
- *   later by the operator's git is planted), read-only under `read-only`;
- * - every hidden path masked after the workspace is mounted, so it is hidden even under the
- *   workspace: an empty read-only tmpfs over a folder, `/dev/null` over a file; symlinks are
- *   resolved first (a mount lands on the real path, which every link to it reaches);
+ * command itself. Otherwise bubblewrap in front of it, mounts in this order (a later one covers an
+ * earlier one; bind sources are the host's, so pins come before what they must not cover):
+ * - the whole file system read-only (`--ro-bind / /`), a fresh `/dev` and `/proc` with `/proc/sys`
+ *   and `/proc/sysrq-trigger` read-only, a private `/tmp`;
+ * - the workspace, writable under `workspace-write`, read-only under `read-only`;
+ * - under `workspace-write`: each folder between the workspace and a hidden path in it bound onto
+ *   itself (a mount point cannot be renamed, so `mv conf conf2` cannot carry a hidden file out
+ *   from under its mount); then git metadata read-only (every `.git` and gitdir the bounded scan
+ *   finds, see git-metadata.ts) and the missing `.git` names reserved as empty read-only folders,
+ *   so `git init` or `echo gitdir: > .git` cannot make one;
+ * - every hidden path masked (resolved now, failing closed: see resolveHiddenPaths): an empty
+ *   read-only tmpfs over a folder, `/dev/null` over a file, at its real path, so every link to it
+ *   reaches the mask; then the readable exceptions under them;
  * - new user (with further user namespaces disabled), PID, IPC, UTS and cgroup namespaces, and a
  *   new network namespace unless the network is `on`; every capability dropped; no_new_privs is
- *   bwrap's own; `--new-session` (no TIOCSTI into the sidecar's terminal); `--die-with-parent`.
+ *   bwrap's own; `--new-session` (no TIOCSTI into the sidecar's terminal); `--die-with-parent`;
+ * - the seccomp filter: no setuid or setgid bits, and no `socket(AF_UNIX)` under `network: on`.
  * The PID namespace is what kills everything at the end: its init is bwrap's, and when it dies (the
  * command ended, or the outer bwrap was killed, or the sidecar died: `--die-with-parent`), the
  * kernel kills every process in it, whatever it did to leave its process group.
  *
- * Pure apart from resolving the hidden paths on the file system; separate from spawning so a PTY
- * library can exec the same `{ file, args, env, cwd }`.
+ * Separate from spawning so a PTY library can exec the same `{ file, args, env, cwd }`.
+ *
+ * @throws ToolRuntimeError `sandbox_unavailable` when a hidden path under the workspace has gone
+ *   or been replaced (see resolveHiddenPaths): nothing may run until it is back.
  */
-export function buildSandboxArgv(options: CommandSpec & { policy: SandboxPolicy; bwrap: string; proxy?: ProxyEndpoint }): ExecSpec {
+export function buildSandboxArgv(options: SandboxArgvOptions): ExecSpec {
   const { policy, argv } = options;
   if (policy.mode === 'off') return { file: argv[0], args: argv.slice(1), env: options.env, cwd: options.cwd };
   const workspace = realEntry(policy.workspace)?.real ?? policy.workspace;
-  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
-  args.push(policy.mode === 'workspace-write' ? '--bind' : '--ro-bind', workspace, workspace);
-  if (policy.mode === 'workspace-write') {
-    const hooks = realEntry(path.join(workspace, '.git', 'hooks'));
-    if (hooks?.dir && isUnder(hooks.real, workspace)) args.push('--ro-bind', hooks.real, hooks.real);
-  }
+  const writable = policy.mode === 'workspace-write';
+  const args = ['--ro-bind', '/', '/', '--dev', '/dev'];
+  // Sized: the limits' /tmp bound (ENOSPC past it), and /dev/shm, --dev's own tmpfs, likewise.
+  if (options.tmpBytes !== undefined) args.push('--size', String(options.tmpBytes), '--tmpfs', '/dev/shm');
+  args.push('--proc', '/proc');
+  for (const knob of PROC_READ_ONLY) args.push('--ro-bind-try', knob, knob);
+  if (options.tmpBytes !== undefined) args.push('--size', String(options.tmpBytes));
+  args.push('--tmpfs', '/tmp');
+  args.push(writable ? '--bind' : '--ro-bind', workspace, workspace);
+  // Only the outermost of nested hidden paths is mounted (a mount inside a tmpfs already covered
+  // would be lost, and its remount would fail).
+  const hidden = resolveHiddenPaths(policy)
+    .filter((entry) => entry.real !== '/')
+    // What lies under /tmp is gone already (a fresh tmpfs) unless the workspace brought it back.
+    .filter((entry) => !isUnder(entry.real, '/tmp') || isUnder(entry.real, workspace));
+  const masks = hidden.filter((entry) => !hidden.some((other) => other !== entry && other.real !== entry.real && isUnder(entry.real, other.real)));
   // Read-only once the readable exceptions are mounted in it (their mount points are made in the tmpfs).
   const remounts: string[] = [];
-  for (const given of policy.hide) {
-    const entry = realEntry(given);
-    if (!entry || entry.real === '/') continue;
-    // What lies under /tmp is gone already (a fresh tmpfs) unless the workspace brought it back.
-    if (isUnder(entry.real, '/tmp') && !isUnder(entry.real, workspace)) continue;
+  if (writable) {
+    const git = findGitMetadata(workspace);
+    const pins = new Set(masks.filter((entry) => isUnder(entry.real, workspace)).flatMap((entry) => foldersBetween(workspace, entry.real)));
+    for (const folder of [...pins].sort()) if (!git.readOnly.some((meta) => isUnder(folder, meta))) args.push('--bind', folder, folder);
+    for (const meta of git.readOnly) args.push('--ro-bind', meta, meta);
+    // A folder the sidecar's user cannot write needs no reservation (its commands cannot create
+    // the name either), and bwrap could not make the mount point in it.
+    for (const name of git.reserve.filter((reserved) => writableFolder(path.dirname(reserved)))) {
+      args.push('--tmpfs', name);
+      remounts.push('--remount-ro', name);
+    }
+  }
+  const masked = new Set<string>();
+  for (const entry of masks) {
+    if (masked.has(entry.real)) continue;
+    masked.add(entry.real);
     if (entry.dir) {
       args.push('--tmpfs', entry.real);
       remounts.push('--remount-ro', entry.real);
-    }
-    else args.push('--ro-bind', '/dev/null', entry.real);
+    } else args.push('--ro-bind', '/dev/null', entry.real);
   }
   for (const given of policy.readable) {
     const entry = realEntry(given);
@@ -125,6 +197,11 @@ export function buildSandboxArgv(options: CommandSpec & { policy: SandboxPolicy;
     Object.assign(env, { HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl, http_proxy: proxyUrl, https_proxy: proxyUrl, NO_PROXY: '', no_proxy: '' });
     command = [...proxyLauncher(options.proxy.socat), ...argv];
   }
+  // Under `on` the sandbox shares the host's network namespace, and with it the host's abstract
+  // Unix sockets (D-Bus, X11, containerd's shims...): the filter refuses socket(AF_UNIX).
+  const filter = options.seccomp === false ? undefined : seccompFilterFile({ denyUnixSockets: policy.network.mode === 'on' });
+  if (filter) args.push('--seccomp', String(SECCOMP_FD));
   args.push('--cap-drop', 'ALL', ...(options.terminal ? [] : ['--new-session']), '--die-with-parent', '--chdir', realEntry(options.cwd)?.real ?? options.cwd, '--', ...command);
-  return { file: options.bwrap, args, env, cwd: options.cwd };
+  if (!filter) return { file: options.bwrap, args, env, cwd: options.cwd };
+  return { ...seccompLauncher(filter, options.bwrap, args), env, cwd: options.cwd };
 }

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { ToolRuntimeError } from '../../../../src/index.js';
-import { isPrivateAddress } from '../../web/address-guard.js';
+import { isPrivateAddress } from '../../../../src/private-address.js';
 import type { ProxyEndpoint } from './bwrap-argv.js';
 import { bare, hostAllowed, targetAllowed } from './allow-entry.js';
 

@@ -4,6 +4,9 @@
  * Pure data and pure functions; bwrap-argv.ts turns a policy into the argv that enforces it.
  */
 
+import { homedir } from 'node:os';
+import path from 'node:path';
+
 /** The file system a process sees: `off` runs it unconfined (the operator's explicit choice). */
 export type SandboxMode = 'off' | 'read-only' | 'workspace-write';
 
@@ -38,11 +41,22 @@ export interface TurnSandbox {
   networkOff?: boolean;
 }
 
+/**
+ * Where every sidecar and controller of this user keeps its state by default
+ * (`~/.local/state/tools-runtime/<workspace hash>/`, `.../controller/`): the whole of it is hidden
+ * from every sandboxed process, not only this sidecar's own folder, so one agent's commands never
+ * read another's state (its session screens, todo list, mcporter configuration, the controller's
+ * store and tokens).
+ */
+export function sharedStateRoot(home: string = homedir()): string {
+  return path.join(home, '.local', 'state', 'tools-runtime');
+}
+
 /** The policy one process runs under. */
 export interface SandboxPolicy {
   mode: SandboxMode;
   network: NetworkPolicy;
-  /** The agent's workspace (absolute): writable under `workspace-write`, except `.git/hooks`. */
+  /** The agent's workspace (absolute): writable under `workspace-write`, except its git metadata. */
   workspace: string;
   hide: string[];
   readable: string[];
@@ -67,7 +81,8 @@ export function effectivePolicy(settings: SandboxSettings, workspace: string, tu
   if (turn?.networkOff) network = { mode: 'off' };
   // A sandbox the turn asked for under --sandbox off keeps the network the operator left open,
   // unless the turn closed it too.
-  return { mode, network, workspace, hide: settings.hide, readable: settings.readable };
+  const hide = [...new Set([...settings.hide, sharedStateRoot()])];
+  return { mode, network, workspace, hide, readable: settings.readable };
 }
 
 /**

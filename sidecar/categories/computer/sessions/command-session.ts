@@ -1,11 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
-import { spawnPrepared } from '../sandbox/index.js';
 import { constants } from 'node:os';
 import { StringDecoder } from 'node:string_decoder';
 import { ToolRuntimeError } from '../../../../src/index.js';
 import { HeadTailBuffer } from '../head-tail-buffer.js';
-import type { ProcessGroupReaper } from '../process-group-reaper.js';
-import type { SessionExec } from './session-command.js';
+import { adoptProcess, formatBytes, startPrepared, type PreparedCommand, type ProcessGroupReaper, type ProcessHandle } from '../sandbox/index.js';
 import { loadPty, type PtyProcess } from './pty-library.js';
 import { TerminalScreen } from './terminal-screen.js';
 
@@ -13,6 +11,8 @@ import { TerminalScreen } from './terminal-screen.js';
 export interface SessionExit {
   exitCode: number | null;
   signal: string | null;
+  /** Set when the OOM killer ended it at its agent's memory limit: says so, with the limit. */
+  outOfMemory?: string;
 }
 
 export interface CommandSessionOptions {
@@ -20,7 +20,7 @@ export interface CommandSessionOptions {
   agentId: string;
   /** The command as the model gave it (for listings). */
   command: string;
-  exec: SessionExec;
+  exec: PreparedCommand;
   /** True: a pseudo-terminal of `cols` × `rows`; false: stdin, stdout and stderr are pipes. */
   tty: boolean;
   cols: number;
@@ -32,14 +32,6 @@ export interface CommandSessionOptions {
   reaper: ProcessGroupReaper;
   now: () => number;
 }
-
-const killGroup = (pid: number, signal: NodeJS.Signals) => {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // the group is gone already
-  }
-};
 
 /**
  * One command the agent left running: its process group (a PTY's session, or a detached child with
@@ -66,6 +58,8 @@ export class CommandSession {
   private readonly listeners = new Set<(text: string) => void>();
   private pty: PtyProcess | undefined;
   private child: ChildProcess | undefined;
+  // The process group, as the one start function tracks it (reaper, limits, kill, Ctrl-C).
+  private handle: ProcessHandle | undefined;
   private screenState: TerminalScreen | undefined;
   private inputClosed = false;
   private killTimer: NodeJS.Timeout | undefined;
@@ -92,7 +86,6 @@ export class CommandSession {
     const session = new CommandSession(options);
     if (options.tty) await session.startPty();
     else session.startPipes();
-    options.reaper.track(session.pid);
     return session;
   }
 
@@ -112,19 +105,22 @@ export class CommandSession {
     this.pty = term;
     // forkpty makes the child a session leader: its pid is its process group.
     this.pid = term.pid;
+    this.handle = adoptProcess(exec, term.pid, this.options.reaper);
     term.onData((text) => this.received(text));
     term.onExit(({ exitCode, signal }) => this.finished({ exitCode: signal ? null : exitCode, signal: signal ? signalName(signal) : null }));
   }
 
   private startPipes(): void {
     const { exec } = this.options;
-    const child = spawnPrepared(exec, ['pipe', 'pipe', 'pipe']);
+    const started = startPrepared(exec, { stdio: ['pipe', 'pipe', 'pipe'], reaper: this.options.reaper });
+    const { child } = started;
     if (child.pid === undefined) {
       // spawn reports the failure asynchronously; there is no process to track.
       throw new ToolRuntimeError('tool_failed', `the command could not be started: ${exec.file} did not spawn`);
     }
     this.child = child;
     this.pid = child.pid;
+    this.handle = started;
     // A command that closes its stdin early must not crash the sidecar with EPIPE.
     child.stdin!.on('error', () => (this.inputClosed = true));
     let open = 2;
@@ -156,7 +152,7 @@ export class CommandSession {
       // group goes (as with run_command), and the pipes close.
       if (open > 0) {
         lingerTimer = setTimeout(() => {
-          killGroup(this.pid, 'SIGKILL');
+          this.handle?.killGroup('SIGKILL');
           child.stdout?.destroy();
           child.stderr?.destroy();
         }, 500);
@@ -176,8 +172,12 @@ export class CommandSession {
     if (this.exit) return;
     clearTimeout(this.killTimer);
     // Whatever the command left running in its group does not outlive it.
-    killGroup(this.pid, 'SIGKILL');
-    this.options.reaper.release(this.pid);
+    this.handle?.killGroup('SIGKILL');
+    const { handle } = this;
+    if (handle && (exit.signal === 'SIGKILL' || exit.exitCode === 137) && handle.memoryLimitBytes !== undefined && handle.outOfMemory()) {
+      exit = { ...exit, outOfMemory: `killed: out of memory (limit ${formatBytes(handle.memoryLimitBytes)}; this agent's processes share it)` };
+    }
+    handle?.ended();
     this.exit = exit;
     this.inputClosed = true;
     this.markEnded();
@@ -189,7 +189,7 @@ export class CommandSession {
   }
 
   /** Unread characters held, and characters cut from the middle of them. */
-  get pending(): { chars: number; bytes: number; cutChars: number } {
+  get unread(): { chars: number; bytes: number; cutChars: number } {
     const text = this.buffer.toString();
     return { chars: this.buffer.length, bytes: Buffer.byteLength(text), cutChars: this.buffer.droppedChars };
   }
@@ -209,8 +209,9 @@ export class CommandSession {
 
   /**
    * Sends `text` to the command. Under a PTY everything goes to the terminal (`\u0003` is Ctrl-C,
-   * `\u0004` Ctrl-D, by the terminal's own rules). With pipes, `\u0003` sends SIGINT to the group
-   * and `\u0004` closes stdin, so both mean the same to the model in either mode.
+   * `\u0004` Ctrl-D, by the terminal's own rules). With pipes, `\u0003` sends SIGINT to the
+   * command's process group (inside the sandbox: the group of the command bwrap started, never
+   * bwrap itself) and `\u0004` closes stdin, so both mean the same to the model in either mode.
    *
    * @throws ToolRuntimeError `session_ended` once the command exited.
    */
@@ -222,7 +223,7 @@ export class CommandSession {
       return;
     }
     for (const part of text.split(/([\u0003\u0004])/)) {
-      if (part === '\u0003') killGroup(this.pid, 'SIGINT');
+      if (part === '\u0003') this.handle?.interrupt('SIGINT');
       else if (part === '\u0004') this.closeInput();
       else if (part !== '' && !this.inputClosed) this.child!.stdin!.write(part);
     }
@@ -246,10 +247,10 @@ export class CommandSession {
    */
   kill(): Promise<void> {
     if (this.exit) return this.ended;
-    killGroup(this.pid, 'SIGTERM');
+    this.handle?.killGroup('SIGTERM');
     // The PTY's leader may ignore SIGTERM (a shell); SIGHUP is what a closed terminal sends.
-    if (this.pty) killGroup(this.pid, 'SIGHUP');
-    this.killTimer ??= setTimeout(() => killGroup(this.pid, 'SIGKILL'), this.options.killGraceMs);
+    if (this.pty) this.handle?.killGroup('SIGHUP');
+    this.killTimer ??= setTimeout(() => this.handle?.killGroup('SIGKILL'), this.options.killGraceMs);
     return this.ended;
   }
 

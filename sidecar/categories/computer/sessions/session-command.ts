@@ -1,7 +1,4 @@
-import { prepareCommand, type ExecSpec, type SandboxPolicy } from '../sandbox/index.js';
-
-/** What to exec for a command session: the argv, environment and folder. */
-export type SessionExec = ExecSpec;
+import { prepareCommand, type PreparedCommand, type ProcessPolicy } from '../sandbox/index.js';
 
 /**
  * In a sandboxed terminal, the command's shell first takes the terminal's foreground (`set -m`
@@ -28,7 +25,7 @@ const FOREGROUND = 'set -m; /bin/sh -c "$1"; exit $?';
  * @throws ToolRuntimeError `sandbox_unavailable` when the policy needs the sandbox and this machine
  *   cannot give it: nothing may run then.
  */
-export async function sessionCommandArgv(options: { command: string; cwd: string; env: NodeJS.ProcessEnv; tty: boolean; policy: SandboxPolicy }): Promise<SessionExec> {
+export async function sessionCommandArgv(options: { command: string; cwd: string; env: NodeJS.ProcessEnv; tty: boolean; policy: ProcessPolicy }): Promise<PreparedCommand> {
   const sandboxedTty = options.tty && options.policy.mode !== 'off';
   const argv: [string, ...string[]] = sandboxedTty ? ['/bin/bash', '-c', FOREGROUND, 'bash', options.command] : ['/bin/sh', '-c', options.command];
   return prepareCommand({ argv, cwd: options.cwd, env: options.env, policy: options.policy, terminal: options.tty });

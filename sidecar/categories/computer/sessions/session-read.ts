@@ -1,4 +1,4 @@
-import { textResult, truncateMiddle, type AgentToolResult, type ToolExecutionContext } from '../../../../src/index.js';
+import { headOf, textResult, truncateMiddle, type AgentToolResult, type ToolExecutionContext } from '../../../../src/index.js';
 import type { CommandSession } from './command-session.js';
 import type { SessionTable } from './session-table.js';
 
@@ -30,18 +30,19 @@ export interface SessionReadDetails {
  */
 export async function waitOnSession(session: CommandSession, yieldMs: number, context: ToolExecutionContext): Promise<void> {
   let budget = MAX_STREAMED_CHARS;
-  let pending = '';
+  let unsent = '';
   let timer: NodeJS.Timeout | undefined;
   let lastFlush = 0;
   const stream = session.tty ? 'pty' : 'output';
   const flush = () => {
     clearTimeout(timer);
     timer = undefined;
-    if (pending === '' || budget <= 0) return;
+    if (unsent === '' || budget <= 0) return;
     lastFlush = performance.now();
-    const part = pending.slice(0, budget);
-    pending = '';
-    budget -= part.length;
+    const part = headOf(unsent, budget);
+    // A cut (even one short of the budget, to keep a character whole) spends the budget.
+    budget = part.length < unsent.length ? 0 : budget - part.length;
+    unsent = '';
     void context.emit({
       kind: 'command.output',
       payload: { session_id: session.id, stream, text: budget <= 0 ? `${part}\n[… live output stops here; read_session keeps head and tail …]\n` : part },
@@ -49,11 +50,11 @@ export async function waitOnSession(session: CommandSession, yieldMs: number, co
   };
   const stop = session.onOutput((text) => {
     if (budget <= 0) return;
-    pending += text;
+    unsent += text;
     // Leading edge: an echo after a quiet spell goes out at once (what an interactive write waits
     // for: bench "sessions", echo round trip); a chatty command's output is coalesced into one
     // event per interval, so the event count stays bounded whatever it prints.
-    if (pending.length > 64 * 1024 || (timer === undefined && performance.now() - lastFlush >= FLUSH_INTERVAL_MS)) flush();
+    if (unsent.length > 64 * 1024 || (timer === undefined && performance.now() - lastFlush >= FLUSH_INTERVAL_MS)) flush();
     else timer ??= setTimeout(flush, FLUSH_INTERVAL_MS);
   });
   let wait: NodeJS.Timeout | undefined;
@@ -99,7 +100,7 @@ export function sessionReadResult(options: { session: CommandSession; table: Ses
   const exit = session.exit;
   if (exit) table.drop(session);
   const status = exit
-    ? `session ${session.id} ended: ${exit.exitCode !== null ? `exit code ${exit.exitCode}` : `killed by signal ${exit.signal}`} (${seconds} s)`
+    ? `session ${session.id} ended: ${exit.outOfMemory ?? (exit.exitCode !== null ? `exit code ${exit.exitCode}` : `killed by signal ${exit.signal}`)} (${seconds} s)`
     : `session ${session.id} is still running (${seconds} s, pid ${session.pid}): write_session sends input, read_session reads new output${session.tty ? ' or the screen' : ''}, kill_session stops it`;
   const cut = cutChars > 0 ? `; ${cutChars} characters of output cut from the middle` : '';
   const lines = [`${status}${cut}`];

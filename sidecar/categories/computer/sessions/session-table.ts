@@ -1,7 +1,6 @@
 import { ToolRuntimeError } from '../../../../src/index.js';
-import { sharedProcessGroupReaper, type ProcessGroupReaper } from '../process-group-reaper.js';
+import { sharedProcessGroupReaper, type PreparedCommand, type ProcessGroupReaper } from '../sandbox/index.js';
 import { CommandSession } from './command-session.js';
-import type { SessionExec } from './session-command.js';
 
 /** Bounds on what command sessions may hold. */
 export interface SessionLimits {
@@ -38,7 +37,7 @@ export interface SessionInfo {
   signal: string | null;
   ageMs: number;
   idleMs: number;
-  pendingBytes: number;
+  unreadBytes: number;
 }
 
 /**
@@ -58,6 +57,9 @@ export class SessionTable {
   private nextId = 1;
   private sweepTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  // Sessions between their slot's reservation and their start, per agent and in all.
+  private readonly starting = new Map<string, number>();
+  private startingTotal = 0;
 
   constructor(options: { limits?: Partial<SessionLimits>; reaper?: ProcessGroupReaper; now?: () => number } = {}) {
     this.limits = { ...defaultSessionLimits, ...options.limits };
@@ -73,19 +75,14 @@ export class SessionTable {
    *   agent, or the sidecar, has as many running sessions as allowed; `tool_failed` when the
    *   command cannot start; `sidecar_unavailable` after `close()`.
    */
-  async start(options: { agentId: string; command: string; exec: SessionExec; tty: boolean; cols: number; rows: number }): Promise<CommandSession> {
-    if (this.closed) throw new ToolRuntimeError('sidecar_unavailable', 'the sidecar is shutting down; no new session starts');
-    const own = this.sessionsOf(options.agentId);
-    this.makeRoom(own);
-    const running = [...own.values()].filter((session) => session.running);
-    if (running.length >= this.limits.maxPerAgent) {
-      throw new ToolRuntimeError(
-        'session_limit_reached',
-        `this agent already has ${running.length} running sessions (the limit is ${this.limits.maxPerAgent}); kill one you no longer need with kill_session, then start again. Running now:\n${this.describe(options.agentId)}`,
-      );
-    }
-    if (this.runningTotal() >= this.limits.maxTotal) {
-      throw new ToolRuntimeError('session_limit_reached', `the sidecar runs ${this.limits.maxTotal} sessions, its limit for all agents together; kill one of yours with kill_session or try later. Yours:\n${this.describe(options.agentId) || '(none)'}`);
+  async start(options: { agentId: string; command: string; exec: PreparedCommand; tty: boolean; cols: number; rows: number }): Promise<CommandSession> {
+    // Counted and reserved before the first await: concurrent starts each see the others' slots.
+    try {
+      this.reserve(options.agentId);
+    } catch (error) {
+      // Refused: the prepared command never runs, so its place under the limits is given back.
+      options.exec.launch.release();
+      throw error;
     }
     let session: CommandSession;
     try {
@@ -103,13 +100,62 @@ export class SessionTable {
         now: this.now,
       });
     } catch (error) {
-      if (own.size === 0) this.byAgent.delete(options.agentId);
+      options.exec.launch.release();
       throw error;
+    } finally {
+      this.unreserve(options.agentId);
+      this.forgetIfEmpty(options.agentId);
     }
-    own.set(session.id, session);
+    if (this.closed) {
+      // The table closed while it started: killed now, not leaked past close().
+      await session.kill();
+      session.dispose();
+      throw new ToolRuntimeError('sidecar_unavailable', 'the sidecar is shutting down; the session was stopped as it started');
+    }
+    // Looked up again: the map may have been dropped and made anew meanwhile.
+    this.sessionsOf(options.agentId).set(session.id, session);
     void session.ended.then(() => (session.lastUsedAt = this.now()));
     this.sweepTimer ??= setInterval(() => this.sweep(), Math.min(60_000, Math.max(1_000, this.limits.idleMs / 4))).unref();
     return session;
+  }
+
+  /**
+   * Takes a slot for a session about to start, counting slots taken and not yet filled.
+   *
+   * @throws ToolRuntimeError `sidecar_unavailable` after `close()`; `session_limit_reached` when
+   *   the agent, or the sidecar, has no slot left.
+   */
+  private reserve(agentId: string): void {
+    if (this.closed) throw new ToolRuntimeError('sidecar_unavailable', 'the sidecar is shutting down; no new session starts');
+    const own = this.sessionsOf(agentId);
+    this.makeRoom(own);
+    const starting = this.starting.get(agentId) ?? 0;
+    const running = [...own.values()].filter((session) => session.running).length + starting;
+    if (running >= this.limits.maxPerAgent) {
+      this.forgetIfEmpty(agentId);
+      throw new ToolRuntimeError(
+        'session_limit_reached',
+        `this agent already has ${running} running sessions${starting > 0 ? ` (${starting} of them starting)` : ''} (the limit is ${this.limits.maxPerAgent}); kill one you no longer need with kill_session, then start again. Running now:\n${this.describe(agentId)}`,
+      );
+    }
+    if (this.runningTotal() + this.startingTotal >= this.limits.maxTotal) {
+      this.forgetIfEmpty(agentId);
+      throw new ToolRuntimeError('session_limit_reached', `the sidecar runs ${this.limits.maxTotal} sessions, its limit for all agents together; kill one of yours with kill_session or try later. Yours:\n${this.describe(agentId) || '(none)'}`);
+    }
+    this.starting.set(agentId, starting + 1);
+    this.startingTotal += 1;
+  }
+
+  /** Drops the agent's entry when it holds no session and none is starting. */
+  private forgetIfEmpty(agentId: string): void {
+    if (this.byAgent.get(agentId)?.size === 0 && !this.starting.has(agentId)) this.byAgent.delete(agentId);
+  }
+
+  private unreserve(agentId: string): void {
+    const starting = (this.starting.get(agentId) ?? 1) - 1;
+    if (starting <= 0) this.starting.delete(agentId);
+    else this.starting.set(agentId, starting);
+    this.startingTotal -= 1;
   }
 
   /**
@@ -143,7 +189,7 @@ export class SessionTable {
       signal: session.exit?.signal ?? null,
       ageMs: now - session.startedAt,
       idleMs: now - session.lastUsedAt,
-      pendingBytes: session.pending.bytes,
+      unreadBytes: session.unread.bytes,
     }));
   }
 
@@ -180,7 +226,7 @@ export class SessionTable {
   /** The agent's sessions, one line each, for messages to the model. */
   describe(agentId: string): string {
     return this.list(agentId)
-      .map((info) => `- ${info.sessionId}: ${info.state === 'running' ? 'running' : `exited (${info.exitCode !== null ? `exit code ${info.exitCode}` : info.signal})`}, started ${Math.round(info.ageMs / 1000)} s ago, ${info.pendingBytes} bytes unread, \`${oneLine(info.command)}\``)
+      .map((info) => `- ${info.sessionId}: ${info.state === 'running' ? 'running' : `exited (${info.exitCode !== null ? `exit code ${info.exitCode}` : info.signal})`}, started ${Math.round(info.ageMs / 1000)} s ago, ${info.unreadBytes} bytes unread, \`${oneLine(info.command)}\``)
       .join('\n');
   }
 

@@ -312,6 +312,16 @@ export interface ToolDefinition {
    * workflow task's result schema) and has a part strict mode cannot represent. Empty otherwise.
    */
   strictNote: string;
+  /**
+   * The provider's own tool this tool executes, when the client offers that instead of the
+   * function: "apply_patch" (the Responses API's apply_patch tool; this tool takes {"patch": V4A
+   * text in its "*** Begin Patch" envelope}) or "shell" (the Responses API's shell tool; this tool
+   * takes {"command", "timeout_ms"} per command and streams "command.output" presentation events
+   * whose payload is {"stream": "stdout" | "stderr", "text"}, with {"exitCode", "signal",
+   * "timedOut"} in its result's details). Empty for every other tool. A client that does not know
+   * the value offers the tool as a plain function, as before.
+   */
+  nativeTool: string;
 }
 
 export interface TurnRequest {
@@ -1238,6 +1248,7 @@ function createBaseToolDefinition(): ToolDefinition {
     readOnly: false,
     destructive: false,
     strictNote: "",
+    nativeTool: "",
   };
 }
 
@@ -1275,6 +1286,9 @@ export const ToolDefinition: MessageFns<ToolDefinition> = {
     }
     if (message.strictNote !== "") {
       writer.uint32(90).string(message.strictNote);
+    }
+    if (message.nativeTool !== "") {
+      writer.uint32(98).string(message.nativeTool);
     }
     return writer;
   },
@@ -1380,6 +1394,14 @@ export const ToolDefinition: MessageFns<ToolDefinition> = {
             message.strictNote = reader.string();
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.nativeTool = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1429,6 +1451,11 @@ export const ToolDefinition: MessageFns<ToolDefinition> = {
         : isSet(object.strict_note)
         ? globalThis.String(object.strict_note)
         : "",
+      nativeTool: isSet(object.nativeTool)
+        ? globalThis.String(object.nativeTool)
+        : isSet(object.native_tool)
+        ? globalThis.String(object.native_tool)
+        : "",
     };
   },
 
@@ -1467,6 +1494,9 @@ export const ToolDefinition: MessageFns<ToolDefinition> = {
     if (message.strictNote !== "") {
       obj.strictNote = message.strictNote;
     }
+    if (message.nativeTool !== "") {
+      obj.nativeTool = message.nativeTool;
+    }
     return obj;
   },
 
@@ -1486,6 +1516,7 @@ export const ToolDefinition: MessageFns<ToolDefinition> = {
     message.readOnly = object.readOnly ?? false;
     message.destructive = object.destructive ?? false;
     message.strictNote = object.strictNote ?? "";
+    message.nativeTool = object.nativeTool ?? "";
     return message;
   },
 };

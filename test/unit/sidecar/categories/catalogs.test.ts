@@ -12,7 +12,7 @@ const skillsDir = fileURLToPath(new URL('../../../fixtures/categories/skills', i
 const schema = JSON.stringify({ type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'], additionalProperties: false });
 const fetchProfile = { allowPrivateNetwork: false, maxRedirects: 3, maxBytes: 1000, timeoutMs: 1000, userAgent: 't' };
 const searchProfile = { provider: 'searxng' as const, url: 'http://127.0.0.1:9', timeoutMs: 1000, maxResults: 5, allowPrivateNetwork: true };
-const computer = ['run_command', 'read_file', 'write_file', 'edit_file', 'list_files', 'start_command', 'write_session', 'read_session', 'list_sessions', 'kill_session'];
+const computer = ['run_command', 'read_file', 'write_file', 'edit_file', 'apply_patch', 'list_files', 'start_command', 'write_session', 'read_session', 'list_sessions', 'kill_session'];
 const scheduleTools = ['schedule_create', 'schedule_list', 'schedule_delete'];
 const jobTools = ['job_start', 'job_list', 'job_show', 'job_cancel'];
 const workflowTools = ['workflow_start', 'workflow_show', 'workflow_list', 'workflow_cancel'];
@@ -133,7 +133,7 @@ describe('the two catalogs pin their tool names', () => {
     );
     expect(flags).toEqual({
       todo_write: 'writes', todo_read: 'read-only',
-      run_command: 'destructive', read_file: 'read-only', write_file: 'destructive', edit_file: 'destructive', list_files: 'read-only',
+      run_command: 'destructive', read_file: 'read-only', write_file: 'destructive', edit_file: 'destructive', apply_patch: 'destructive', list_files: 'read-only',
       // kill_session ends only a process this agent started (start_command was the destructive step).
       start_command: 'destructive', write_session: 'destructive', read_session: 'read-only', list_sessions: 'read-only', kill_session: 'writes',
       web_fetch: 'read-only', web_search: 'read-only',

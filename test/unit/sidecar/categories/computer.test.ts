@@ -45,6 +45,7 @@ describe('computer tools', () => {
     await writeFile(path.join(outside.dir, 'secret.txt'), 'secret\n');
     await symlink(outside.dir, path.join(workspace.dir, 'out-link'));
     await symlink(path.join(outside.dir, 'nothing-yet.txt'), path.join(workspace.dir, 'dangling'));
+    await symlink('nothing-here-yet.txt', path.join(workspace.dir, 'dangling-inside'));
     const config = testConfig({ workspace: workspace.dir, stateDir: path.join(workspace.dir, '.state'), commandEnv: { EXTRA_VAR: 'extra' }, commandEnvAllowList: ['PATH'] });
     tools = createComputerTools(testContext(config), { killGraceMs: 300 });
     unconfined = createComputerTools(testContext({ ...config, sandbox: testSandboxSettings(config.stateDir, 'off') }), { killGraceMs: 300 });
@@ -60,6 +61,7 @@ describe('computer tools', () => {
       ['read_file', 'parallel', true, false],
       ['write_file', 'sequential', false, true],
       ['edit_file', 'sequential', false, true],
+      ['apply_patch', 'sequential', false, true],
       ['list_files', 'parallel', true, false],
       ['start_command', 'sequential', false, true],
       ['write_session', 'parallel', false, true],
@@ -122,7 +124,9 @@ describe('computer tools', () => {
       [read, { path: path.join(outside.dir, 'secret.txt') }, /absolute path outside the workspace/],
       [read, { path: 'out-link/secret.txt' }, /symbolic link that leads out/],
       [write, { path: 'out-link/new.txt', content: 'x' }, /symbolic link that leads out/],
-      [write, { path: 'dangling', content: 'x' }, /symbolic link whose target does not exist/],
+      // A dangling link out is refused for leading out (its target is never looked at).
+      [write, { path: 'dangling', content: 'x' }, /symbolic link that leads out/],
+      [write, { path: 'dangling-inside', content: 'x' }, /symbolic link whose target does not exist/],
       [toolNamed(tools, 'list_files'), { pattern: 'out-link/**' }, /symbolic link that leads out/],
       [toolNamed(tools, 'run_command'), { command: 'ls', cwd: 'out-link' }, /symbolic link that leads out/],
     ] as const) {

@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { isToolRuntimeError, type WorkerAgentTool } from '../../../../../src/index.js';
-import { policyFor } from '../../../../../sidecar/categories/computer/sandbox/index.js';
+import { policyFor } from '../../../../../sidecar/categories/process-policy.js';
 import { SessionTable } from '../../../../../sidecar/categories/computer/sessions/session-table.js';
 import { createSessionTools } from '../../../../../sidecar/categories/computer/sessions/session-tools.js';
 import type { SessionReadDetails } from '../../../../../sidecar/categories/computer/sessions/session-read.js';
@@ -210,7 +210,7 @@ describe(`command sessions (sandbox: ${testSandboxMode()})`, () => {
     let maxPending = 0;
     const session = table.get('agent-1', id);
     while (session.running) {
-      maxPending = Math.max(maxPending, ...table.list('agent-1').map((info) => info.pendingBytes));
+      maxPending = Math.max(maxPending, ...table.list('agent-1').map((info) => info.unreadBytes));
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     const read = await callTool(tools.read_session!, { session_id: id });

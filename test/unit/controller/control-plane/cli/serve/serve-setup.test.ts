@@ -32,6 +32,13 @@ describe('readAgentsFile', () => {
     expect(agents.get('agent-m')).toEqual({ kind: 'workspace', workspace: join(dir, 'ws'), mcpServers: join(dir, 'mcp.json') });
   });
 
+  it('passes a workspace agent\'s limits on as its sidecar\'s --limits, and refuses what is not one', async () => {
+    const agents = await readAgentsFile(file('limits-agents.json', JSON.stringify({ small: { workspace: 'ws', limits: 'memory=1G,pids=256' }, free: { workspace: 'ws', limits: 'off' } })));
+    expect(agents.get('small')).toEqual({ kind: 'workspace', workspace: join(dir, 'ws'), limits: 'memory=1G,pids=256' });
+    expect(agents.get('free')).toMatchObject({ limits: 'off' });
+    await expect(readAgentsFile(file('bad-limits.json', '{"a": {"workspace": "w", "limits": "memory=1G; rm -rf /"}}'))).rejects.toThrow(/limits is "off" or "memory=SIZE/);
+  });
+
   it('takes a user (UID or UID:GID) for a workspace agent, with a stateDir that user can write', async () => {
     const agents = await readAgentsFile(file('users.json', JSON.stringify({ a: { workspace: 'wa', stateDir: 'sa', user: '1001' }, b: { workspace: 'wb', stateDir: 'sb', user: '1002:50' } })));
     expect(agents.get('a')).toEqual({ kind: 'workspace', workspace: join(dir, 'wa'), stateDir: join(dir, 'sa'), user: { uid: 1001, gid: 1001 } });
