@@ -3,6 +3,7 @@
 import { runWorkflowCommand } from './control-plane/cli/workflow-run-command.js';
 import { runApprovalsCommand } from './control-plane/cli/approvals-command.js';
 import { runServe } from './control-plane/cli/serve/run-serve.js';
+import { runServersCommand } from './control-plane/cli/servers-command.js';
 import { startControllerTelemetry } from './telemetry/controller-telemetry.js';
 import { enterUserFolder } from '../src/user-folder.js';
 
@@ -22,6 +23,7 @@ const commands: Record<string, (io: CommandIo) => Promise<number>> = {
   workflow: runWorkflowCommand,
   serve: runServe,
   approvals: (io) => runApprovalsCommand(io.argv, io),
+  servers: runServersCommand,
 };
 
 const USAGE = `Usage: npm run controller -- COMMAND [options]   (COMMAND --help for its options)
@@ -31,7 +33,8 @@ Commands:
   workflow list | show RUN_ID | cancel RUN_ID       read or cancel runs in the store, as an operator
   serve --agents FILE                                run schedules, background jobs and workflows, serve ControlPlaneService
 Any command also takes --metrics-listen HOST:PORT (Prometheus metrics at /metrics); OTEL_* sends traces and metrics.
-  approvals list | approve ID | deny ID              the calls of job and scheduled turns waiting for a decision`;
+  approvals list | approve ID | deny ID              the calls of job and scheduled turns waiting for a decision
+  servers                                            the sidecars and control planes running here, with their token files`;
 
 const controller = new AbortController();
 const onSignal = (signal: NodeJS.Signals) => {

@@ -1,10 +1,13 @@
-import { mkdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdirSync } from 'node:fs';
+import { registerLocalServer, type LocalServerRegistration } from '../src/local-servers.js';
 import { createJsonLogger, errorMessage, isToolRuntimeError, type Logger } from '../src/index.js';
 import type { Catalogs } from './categories/category.js';
 import type { SidecarConfig } from './sidecar-config.js';
 import { openStdinLifeline, type StdinLifeline } from './open-stdin-lifeline.js';
 import { parseSidecarArgs, sidecarHelpRequested, type SidecarCliOptions } from './parse-sidecar-args.js';
-import { sandboxReport } from './sandbox-report.js';
+import { describeProbe, sandboxReport } from './sandbox-report.js';
+import { sandboxProber } from './categories/computer/sandbox/sandbox-probe.js';
 import { createSidecarServer } from './server.js';
 import { loadToolModules, withToolCategories, type LoadedToolCategory } from './tool-modules.js';
 import type { McpHttpListener } from './mcp/mcp-http-listener.js';
@@ -90,11 +93,15 @@ export async function runSidecarCli(
     reportSandbox(parsed.config, logger, false);
     return;
   }
+  // A sidecar always requires a token: a command with --network on reaches loopback, and another
+  // agent's command can reach a socket path it sees, so "local" is not "trusted". Without
+  // --token-file one is generated here and written 0600 to the runtime folder once we listen.
+  const token = parsed.token ?? randomBytes(32).toString('base64url');
   const server = createSidecarServer({
     catalogs,
     config: parsed.config,
     logger,
-    token: parsed.token,
+    token,
     tls: parsed.tls,
     ...(telemetry ? { telemetry } : {}),
   });
@@ -111,11 +118,33 @@ export async function runSidecarCli(
   if (mcp && parsed.mcp?.listen) {
     try {
       const { startMcpHttpListener } = await import('./mcp/mcp-http-listener.js');
-      mcpHttp = await startMcpHttpListener({ ...mcp, address: parsed.mcp.listen, maxBodyBytes: parsed.config.limits.maxMessageBytes, ...(parsed.token ? { token: parsed.token } : {}) });
+      mcpHttp = await startMcpHttpListener({ ...mcp, address: parsed.mcp.listen, maxBodyBytes: parsed.config.limits.maxMessageBytes, token });
     } catch (error) {
       logger.error('could not serve MCP', { address: parsed.mcp.listen, error: errorMessage(error) });
       process.exit(isToolRuntimeError(error) ? 2 : 1);
     }
+  }
+  if (address.startsWith('unix:')) {
+    // Only this user may connect (the umask's mode could let the group in); the token still applies.
+    chmodSync(address.slice('unix:'.length), 0o600);
+  }
+  let registration: LocalServerRegistration | undefined;
+  try {
+    registration = registerLocalServer({
+      kind: 'sidecar',
+      address,
+      ...(parsed.tokenFile ? { tokenFile: parsed.tokenFile } : { token }),
+      workspace: parsed.config.workspace,
+      ...(mcpHttp ? { mcpUrl: mcpHttp.url } : {}),
+    });
+  } catch (error) {
+    if (!parsed.tokenFile) {
+      // Fail closed: a generated token that nobody can find would lock every client out silently.
+      process.stderr.write(`tools-runtime sidecar: cannot write the generated token to the runtime folder: ${errorMessage(error)}; give --token-file FILE, or set TOOLS_RUNTIME_RUNTIME_DIR to a folder only you can write\n`);
+      process.exit(1);
+    }
+    // With --token-file whoever started us holds the token; only the lookup by address is lost.
+    logger.warn('not listed in the runtime folder: clients must be given the token file', { error: errorMessage(error) });
   }
   let stopping = false;
   const stop = (why: { signal: NodeJS.Signals } | { lifeline: string }) => {
@@ -150,20 +179,36 @@ export async function runSidecarCli(
   // Only now, with the handlers in place: a spawner that signals as soon as it reads this line
   // gets a drain, not the default action of SIGTERM.
   if (mcpHttp) process.stdout.write(`${JSON.stringify({ event: 'mcp-listening', url: mcpHttp.url })}\n`);
-  process.stdout.write(`${JSON.stringify({ event: 'listening', address })}\n`);
+  process.stdout.write(`${JSON.stringify({ event: 'listening', address, tokenFile: registration?.tokenFile ?? parsed.tokenFile })}\n`);
   catalogs.warm?.();
   // After the listening line: the probe (a bwrap run, some milliseconds) is off the start-up path;
   // a command that comes first waits for the same probe.
   reportSandbox(parsed.config, logger, true);
 }
 
-/** The sandbox's start-up line: on stdout (unless stdout is the MCP protocol's) and in the log. */
+/**
+ * The sandbox's start-up line: on stdout (unless stdout is the MCP protocol's) and in the log. While
+ * it is unavailable the probe is retried with backoff; each failure is logged with when the next
+ * try is, and a recovery prints a new sandbox line (the controller shows it) and logs it.
+ */
 function reportSandbox(config: SidecarConfig, logger: Logger, toStdout: boolean): void {
   void sandboxReport(config).then((report) => {
     if (toStdout) process.stdout.write(`${JSON.stringify(report)}\n`);
     const { event: _event, ...fields } = report;
-    if (!report.ok) logger.error('sandbox unavailable: run_command and every process-starting tool refuse each call', fields);
+    if (!report.ok) logger.error(`sandbox unavailable (retrying in ${report.retryInS ?? '?'} s: ${report.cause}): run_command and every process-starting tool refuse each call`, fields);
     else if (report.mode === 'off') logger.warn('sandbox off (--sandbox off)', fields);
     else logger.info('sandbox ready', fields);
+    if (report.ok || report.mode === 'off') return;
+    const stop = sandboxProber().onChange((probe) => {
+      const next = { ...describeProbe(probe, report.mode as 'read-only' | 'workspace-write', report.network), limitsMechanism: report.limitsMechanism, limits: report.limits };
+      const { event: _ignored, ...nextFields } = next;
+      if (!next.ok) {
+        logger.warn(`sandbox unavailable (retrying in ${next.retryInS ?? '?'} s: ${next.cause})`, nextFields);
+        return;
+      }
+      stop();
+      logger.info('sandbox ready after a retry', nextFields);
+      if (toStdout) process.stdout.write(`${JSON.stringify(next)}\n`);
+    });
   });
 }

@@ -10,7 +10,9 @@ import { defaultSidecarLimits, type SidecarLimits } from './sidecar-limits.js';
 import { parseLimitSettings } from './categories/computer/sandbox/limits/limit-settings.js';
 import { defaultSandboxSettings, parseNetworkPolicy, parseSandboxMode, type SandboxSettings } from './categories/computer/sandbox/sandbox-policy.js';
 import { isLoopbackAddress } from '../src/grpc-server/listen-address.js';
+import { localServersDir } from '../src/local-servers.js';
 import { checkHostPort, parseArgsMessage } from '../src/cli-usage.js';
+import { parseAllowEntry } from './categories/computer/sandbox/allow-entry.js';
 import { readMcpServersFile } from './categories/mcp/mcp-servers-file.js';
 import { mcpFlags, parseMcpFlags, type McpCliOptions } from './mcp/parse-mcp-flags.js';
 import type { SidecarTls } from './server.js';
@@ -19,8 +21,13 @@ import type { SidecarTls } from './server.js';
 export interface SidecarCliOptions {
   listen: string;
   logLevel: LogLevel;
-  /** The bearer token, read from `--token-file` (trimmed). */
+  /**
+   * The bearer token, read from `--token-file` (trimmed). Absent: the CLI generates one at start
+   * and writes it 0600 to the runtime folder (src/local-servers.ts), so a sidecar always needs one.
+   */
   token?: string;
+  /** `--token-file`, absolute, when given. */
+  tokenFile?: string;
   tls?: SidecarTls;
   config: SidecarConfig;
   /** `--metrics-listen HOST:PORT`: serve Prometheus metrics there. */
@@ -236,7 +243,7 @@ export function parseSidecarArgs(argv: string[], env: NodeJS.ProcessEnv = proces
       clientCa: values['tls-client-ca'] ? Buffer.from(readText('tls-client-ca', values['tls-client-ca'])) : undefined,
     };
   }
-  config.sandbox = sandboxSettings(values, config);
+  config.sandbox = sandboxSettings(values, config, env);
   if (values.limits !== undefined) {
     try {
       config.processLimits = parseLimitSettings(values.limits);
@@ -261,6 +268,7 @@ export function parseSidecarArgs(argv: string[], env: NodeJS.ProcessEnv = proces
     listen,
     logLevel,
     token,
+    ...(values['token-file'] ? { tokenFile: resolve(values['token-file']) } : {}),
     tls,
     config,
     exitOnStdinEof: values['exit-on-stdin-eof'] === true,
@@ -280,7 +288,11 @@ const mcpSecretFiles = (config: SidecarConfig) => (config.mcpServers ?? []).flat
  * key, the web search key file. The state folder's `mcporter` folder stays readable (skills tell
  * the model to run the wrapper and configuration written there).
  */
-function sandboxSettings(values: { sandbox?: string; network?: string; hide?: string[]; 'allow-unsandboxed'?: boolean; 'token-file'?: string; 'tls-key'?: string; 'web-search-key-file'?: string; 'mcp-servers'?: string }, config: SidecarConfig): SandboxSettings {
+function sandboxSettings(
+  values: { sandbox?: string; network?: string; hide?: string[]; 'allow-unsandboxed'?: boolean; 'token-file'?: string; 'tls-key'?: string; 'web-search-key-file'?: string; 'mcp-servers'?: string; listen?: string; 'mcp-listen'?: string },
+  config: SidecarConfig,
+  env: NodeJS.ProcessEnv,
+): SandboxSettings {
   const settings = defaultSandboxSettings();
   try {
     if (values.sandbox !== undefined) settings.mode = parseSandboxMode(values.sandbox);
@@ -293,6 +305,8 @@ function sandboxSettings(values: { sandbox?: string; network?: string; hide?: st
     }
     try {
       settings.network = parseNetworkPolicy(values.network);
+      // Each entry's port is checked here, at start, not at the first command (network-proxy.ts).
+      if (settings.network.mode === 'allow') for (const host of settings.network.hosts) parseAllowEntry(host);
     } catch (error) {
       throw new SidecarUsageError(`--network: ${errorMessage(error)}`);
     }
@@ -303,7 +317,11 @@ function sandboxSettings(values: { sandbox?: string; network?: string; hide?: st
     if (given.trim() === '') throw new SidecarUsageError('--hide: expected a path, got an empty string');
     if (resolve(given) === '/') throw new SidecarUsageError('--hide /: hiding the whole file system leaves nothing to run');
   }
-  const own = [config.stateDir, values['token-file'], values['tls-key'], values['web-search-key-file'], values['mcp-servers'], ...mcpSecretFiles(config)].filter((file): file is string => file !== undefined);
+  // The sidecar's own doors too: the runtime folder (every local server's generated token and
+  // address), and a unix socket it listens on (gRPC or MCP), so a command cannot connect to the
+  // sidecar that runs it (issue 32, item 3).
+  const sockets = [values.listen, values['mcp-listen']].filter((address): address is string => address?.startsWith('unix:') === true).map((address) => address.slice('unix:'.length));
+  const own = [config.stateDir, values['token-file'], values['tls-key'], values['web-search-key-file'], values['mcp-servers'], ...mcpSecretFiles(config), localServersDir(env), ...sockets].filter((file): file is string => file !== undefined);
   settings.hide = [...new Set([...own, ...(values.hide ?? [])].map((file) => resolve(file)))];
   settings.readable = [join(config.stateDir, 'mcporter')];
   settings.allowUnsandboxed = values['allow-unsandboxed'] === true;

@@ -1,7 +1,7 @@
 import type { SidecarConfig } from './sidecar-config.js';
 import { describeNetwork } from './categories/computer/sandbox/sandbox-policy.js';
 import { agentNetworkSupport } from './categories/computer/sandbox/agent-network.js';
-import { sandboxProbe } from './categories/computer/sandbox/sandbox-probe.js';
+import { sandboxProbe, type SandboxProbe } from './categories/computer/sandbox/sandbox-probe.js';
 import { defaultLimitSettings } from './categories/computer/sandbox/limits/limit-settings.js';
 import { processLimiterFor, type LimitMechanism } from './categories/computer/sandbox/limits/process-limiter.js';
 import { sandboxSettingsOf } from './categories/process-policy.js';
@@ -19,6 +19,8 @@ export interface SandboxReport {
   ok: boolean;
   cause?: string;
   fix?: string;
+  /** While unavailable: when the sidecar probes again (backoff 1 s, 2 s ... 60 s; a command asking after that probes at once). */
+  retryInS?: number;
   /** Under `--sandbox off`: what is no longer covered. */
   warning?: string;
   /** How each agent's processes are bounded (`--limits`): the mechanism in force on this machine. */
@@ -44,9 +46,15 @@ export async function sandboxReport(config: SidecarConfig): Promise<SandboxRepor
   const limits = { limitsMechanism: limiter.mechanism, limits: limiter.description };
   if (settings.mode === 'off') return { event: 'sandbox', mode: 'off', network, ok: true, warning: SANDBOX_OFF_WARNING, ...limits };
   const probe = await sandboxProbe();
-  if (!probe.ok) return { event: 'sandbox', mode: settings.mode, network, ok: false, cause: probe.cause, fix: probe.fix, ...limits };
-  if (settings.network.mode === 'on') return { event: 'sandbox', mode: settings.mode, network, ok: true, ...limits };
+  const report = { ...describeProbe(probe, settings.mode, network), ...limits };
+  if (!probe.ok || settings.network.mode === 'on') return report;
   const sharing = agentNetworkSupport();
   const agentNetwork = sharing.shared ? 'one per agent, shared by its commands and sessions' : `one per command (a session's server is not reachable from the agent's other commands): ${sharing.reason}`;
-  return { event: 'sandbox', mode: settings.mode, network, ok: true, agentNetwork, ...limits };
+  return { ...report, agentNetwork };
+}
+
+/** The report for one probe's answer under `mode` (not off), without the limits' fields. */
+export function describeProbe(probe: SandboxProbe, mode: 'read-only' | 'workspace-write', network: string): Omit<SandboxReport, 'limitsMechanism' | 'limits'> {
+  if (probe.ok) return { event: 'sandbox', mode, network, ok: true };
+  return { event: 'sandbox', mode, network, ok: false, cause: probe.cause, fix: probe.fix, ...(probe.retryInMs !== undefined ? { retryInS: Math.ceil(probe.retryInMs / 1_000) } : {}) };
 }

@@ -10,6 +10,8 @@ import { bindFailureMessage } from '../src/cli-usage.js';
 import { boundAddress, isLoopbackAddress } from '../src/grpc-server/listen-address.js';
 import { createSidecarService } from './grpc/sidecar-service.js';
 import { sandboxReport } from './sandbox-report.js';
+import { sandboxProber } from './categories/computer/sandbox/sandbox-probe.js';
+import { mcpServerHealthName, watchMcpServerStatus } from './categories/mcp/mcp-server-status.js';
 import type { SidecarTelemetry } from './telemetry/sidecar-telemetry.js';
 
 const SERVICE_NAME = 'toolruntime.v1.ToolSidecarService';
@@ -76,6 +78,8 @@ export function createSidecarServer(options: {
     : grpc.ServerCredentials.createInsecure();
   let listening = false;
   let closing: Promise<void> | undefined;
+  let stopWatchingProbe = () => {};
+  let stopWatchingMcp = () => {};
 
   return {
     async listen(address) {
@@ -96,10 +100,19 @@ export function createSidecarServer(options: {
       const real = boundAddress(address, port);
       if ((config.sandbox?.mode ?? 'workspace-write') !== 'off') {
         health.setStatus(SANDBOX_HEALTH_SERVICE, 'NOT_SERVING');
+        // A failed probe is retried with backoff (sandbox-probe.ts): health follows each answer.
+        stopWatchingProbe = sandboxProber().onChange((probe) => {
+          if (!closing) health.setStatus(SANDBOX_HEALTH_SERVICE, probe.ok ? 'SERVING' : 'NOT_SERVING');
+        });
         void sandboxReport(config).then((report) => {
           if (report.ok && !closing) health.setStatus(SANDBOX_HEALTH_SERVICE, 'SERVING');
         });
       }
+      // A mounted MCP server that is down shows in health (NOT_SERVING under its own name), not only
+      // as tools missing from the next turn.
+      stopWatchingMcp = watchMcpServerStatus((status) => {
+        if (!closing) health.setStatus(mcpServerHealthName(status.name), status.up ? 'SERVING' : 'NOT_SERVING');
+      });
       logger.info('sidecar listening', { address: real, tls: options.tls !== undefined, auth: options.token !== undefined });
       return real;
     },
@@ -110,6 +123,8 @@ export function createSidecarServer(options: {
   };
 
   async function drain(graceMs: number): Promise<void> {
+    stopWatchingProbe();
+    stopWatchingMcp();
     health.setStatus('', 'NOT_SERVING');
     health.setStatus(SERVICE_NAME, 'NOT_SERVING');
     if ((config.sandbox?.mode ?? 'workspace-write') !== 'off') health.setStatus(SANDBOX_HEALTH_SERVICE, 'NOT_SERVING');

@@ -3,15 +3,20 @@ export const SIDECAR_USAGE = `Usage: npm run sidecar -- --workspace DIR [options
        node dist/sidecar/main.js --workspace DIR [options]
 
 Serves the agent's tools over gRPC (toolruntime.v1.ToolSidecarService, grpc.health.v1, reflection).
-Prints {"event":"listening","address":...} on stdout once it serves; logs JSON lines on stderr.
+Prints {"event":"listening","address":...,"tokenFile":...} on stdout once it serves; logs JSON lines
+on stderr. Every RPC needs "authorization: Bearer <token>": without --token-file a token is generated
+at start and written 0600 to the runtime folder ($XDG_RUNTIME_DIR/tools-runtime, else
+~/.local/state/tools-runtime/runtime; $TOOLS_RUNTIME_RUNTIME_DIR overrides), where the controller and
+the operator's CLI find it by the sidecar's address. The folder and a unix socket the sidecar
+listens on are hidden from its commands.
 SIGTERM or SIGINT drains (running calls finish, or are aborted after --drain-grace-ms) and exits 0.
 
 Options:
   --workspace DIR             the agent's workspace (required, must exist)
-  --listen ADDR               host:port, [::1]:port or unix:/path (default 127.0.0.1:0); without a
-                              token only loopback or a unix socket
+  --listen ADDR               host:port, [::1]:port or unix:/path (default 127.0.0.1:0); without
+                              --token-file only loopback or a unix socket (0600)
   --state-dir DIR             the sidecar's own state (default ~/.local/state/tools-runtime/<hash>)
-  --token-file F              require authorization: Bearer <first line of F> on every RPC
+  --token-file F              the token every RPC needs: the first line of F (default: generated)
   --tls-cert F --tls-key F    serve TLS; with --tls-client-ca F, mutual TLS
   --log-level LEVEL           debug | info | warn | error (default info)
   --exit-on-stdin-eof         shut down as on SIGTERM (drain, bounded) when stdin reaches EOF; for a

@@ -137,7 +137,7 @@ export async function runFaultSuite(options: { scale: FaultScale; seed?: number;
     writeFileSync(tokenFile, `${token}\n`);
     const guarded = await sidecarFor({ workspace, stateDir: join(stateBase, 'guarded'), extra: ['--token-file', tokenFile] });
     started.push(guarded);
-    const guardedClient = createFaultClient(guarded.address);
+    const guardedClient = createFaultClient(guarded.address, { token: null });
     const tokens = await runTokenCorpus({ client: guardedClient, token });
     guardedClient.close();
     held.badTokensAccepted += tokens.acceptedBad;

@@ -8,6 +8,7 @@ import { TurnRequest, type ToolSidecarServiceClient } from '../../src/gen/toolru
 import type { StartedSidecar } from '../../test/fixtures/start-sidecar.js';
 import { createRandom, markedCommand, waitUntilGone } from './process-scan.js';
 import { openTrackedTurn, openTurnRequest } from './tracked-turn.js';
+import { findLocalServerToken } from '../../src/local-servers.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 /** How long a stream may take to end before it counts as one without a status. */
@@ -46,7 +47,10 @@ function garbageFrame(random: ReturnType<typeof createRandom>, valid: Buffer): B
  */
 export async function runGarbageFrames(options: { address: string; count: number; seed: number }): Promise<GarbageFrameReport> {
   const random = createRandom(options.seed);
-  const client = new grpc.Client(options.address, grpc.credentials.createInsecure());
+  const token = findLocalServerToken(options.address, { kind: 'sidecar' });
+  const client = new grpc.Client(options.address, grpc.credentials.createInsecure(), {
+    interceptors: token ? [(callOptions, nextCall) => new grpc.InterceptingCall(nextCall(callOptions), { start: (metadata, listener, next) => next((metadata.set('authorization', `Bearer ${token}`), metadata), listener) })] : [],
+  });
   const open = Buffer.from(TurnRequest.encode(openTurnRequest('fault-frames')).finish());
   const report: GarbageFrameReport = { streams: 0, withoutStatus: 0, codes: {} };
   const one = async (index: number) => {

@@ -8,12 +8,16 @@ import {
   type TurnRequest,
   type TurnResponse,
 } from '../../src/gen/toolruntime/v1/sidecar.js';
+import { findLocalServerToken } from '../../src/local-servers.js';
 
-/** A client for `address` that takes messages as large as the sidecar may send. */
-export function createFaultClient(address: string, options: { token?: string } = {}): ToolSidecarServiceClient {
+/**
+ * A client for `address` that takes messages as large as the sidecar may send. Without `token`, it
+ * sends the token the local sidecar on `address` listed (src/local-servers.ts); `null` sends none.
+ */
+export function createFaultClient(address: string, options: { token?: string | null } = {}): ToolSidecarServiceClient {
   const interceptors: grpc.Interceptor[] = [];
-  if (options.token !== undefined) {
-    const token = options.token;
+  const token = options.token === undefined ? findLocalServerToken(address, { kind: 'sidecar' }) : options.token;
+  if (token) {
     interceptors.push((callOptions, nextCall) =>
       new grpc.InterceptingCall(nextCall(callOptions), {
         start(metadata, listener, next) {

@@ -17,6 +17,7 @@ import { corpusWords, generateBrainCorpus, type BrainCorpus } from '../../test/f
 import { startSidecar, type StartedSidecar } from '../../test/fixtures/start-sidecar.js';
 import { openTaskTurn } from '../../test/fixtures/task-turn.js';
 import { quantile, type BenchRow } from '../bench-row.js';
+import { localTokenOptions } from '../../test/integration/sidecar/turn-driver.js';
 
 const QUERIES = 400;
 const CHANGES = 15;
@@ -101,7 +102,7 @@ async function benchCorpus(root: string, pages: number, baselineRss: number): Pr
   const bare = await bareInsert(corpus, dir);
   const bareMs = bare.ms;
   const sidecar = await startSidecar({ args: ['--workspace', dir, '--state-dir', path.join(dir, 'state'), '--brain', corpus.dir], timeoutMs: 60_000 });
-  const client = new ToolSidecarServiceClient(sidecar.address, grpc.credentials.createInsecure());
+  const client = new ToolSidecarServiceClient(sidecar.address, grpc.credentials.createInsecure(), localTokenOptions(sidecar.address));
   try {
     const turn = await openTaskTurn(client);
     // A rejected submit_result is the cheapest call a task turn has: it shows what the build costs

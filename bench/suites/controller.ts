@@ -26,6 +26,7 @@ import { spawnSidecar } from '../../controller/sidecar-client/spawn-sidecar.js';
 import { ToolSidecarServiceClient, TurnKind, type TurnResponse } from '../../src/gen/toolruntime/v1/sidecar.js';
 import { startSidecar } from '../../test/fixtures/start-sidecar.js';
 import { quantile, type BenchRow } from '../bench-row.js';
+import { localTokenOptions } from '../../test/integration/sidecar/turn-driver.js';
 
 const CALL_COUNTS = [1, 32];
 const NOOP_TURNS = 100;
@@ -93,7 +94,7 @@ async function rawPost(baseURL: string, body: string): Promise<number> {
 
 /** A Turn stream opened with the generated client directly: `burst(n)` sends n noop calls and waits for every result. */
 async function rawTurn(address: string): Promise<{ burst: (calls: number) => Promise<number>; close: () => void }> {
-  const client = new ToolSidecarServiceClient(address, grpc.credentials.createInsecure());
+  const client = new ToolSidecarServiceClient(address, grpc.credentials.createInsecure(), localTokenOptions(address));
   const stream = client.turn();
   let next = 0;
   let remaining = 0;

@@ -21,6 +21,7 @@ import { createJsonLogger } from '../../src/index.js';
 import { ToolSidecarServiceClient, TurnKind, type TurnRequest, type TurnResponse } from '../../src/gen/toolruntime/v1/sidecar.js';
 import { quantile, type BenchRow } from '../bench-row.js';
 import { rawService } from '../fixtures/raw-grpc-service.js';
+import { localTokenOptions } from '../../test/integration/sidecar/turn-driver.js';
 
 // Every process needs thousands of calls before V8 has optimised its path (a fresh sidecar child
 // answered its first 500 noop calls at ~450 µs p50 and settled at ~70 µs after ~5,000): each
@@ -102,7 +103,7 @@ function matcher<T>(keyOf: (message: T) => string | undefined) {
 
 /** Opens a Turn on `address` with the generated client and returns a noop-call sender. */
 async function openTurn(address: string) {
-  const client = new ToolSidecarServiceClient(address, grpc.credentials.createInsecure());
+  const client = new ToolSidecarServiceClient(address, grpc.credentials.createInsecure(), localTokenOptions(address));
   const turn = client.turn();
   const turnMatch = matcher<TurnResponse>((message) => (message.event?.$case === 'result' ? message.callId : undefined));
   let toolSetReady!: () => void;

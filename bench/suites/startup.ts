@@ -11,6 +11,7 @@ import { SIDECAR_NODE_FLAGS } from '../../controller/sidecar-client/spawn-sideca
 import { ToolSidecarServiceClient, TurnKind, type TurnResponse } from '../../src/gen/toolruntime/v1/sidecar.js';
 import { quantile, type BenchRow } from '../bench-row.js';
 import { measureSidecarLifeline } from './sidecar-lifeline.js';
+import { localTokenOptions } from '../../test/integration/sidecar/turn-driver.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const STARTS = 9;
@@ -64,7 +65,7 @@ const median = (values: number[]) => quantile(values, 0.5);
 
 /** `CALLS` todo_read calls over one Turn, `IN_FLIGHT` at a time, with the generated client. */
 async function manyCalls(address: string): Promise<void> {
-  const client = new ToolSidecarServiceClient(address, grpc.credentials.createInsecure());
+  const client = new ToolSidecarServiceClient(address, grpc.credentials.createInsecure(), localTokenOptions(address));
   const turn = client.turn();
   let sent = 0;
   let done = 0;
@@ -94,7 +95,7 @@ async function manyCalls(address: string): Promise<void> {
 
 /** Opens a Turn on `address` and resolves when its tool_set arrives (bounded: 30 s). */
 async function firstToolSet(address: string): Promise<void> {
-  const client = new ToolSidecarServiceClient(address, grpc.credentials.createInsecure());
+  const client = new ToolSidecarServiceClient(address, grpc.credentials.createInsecure(), localTokenOptions(address));
   const turn = client.turn();
   try {
     await new Promise<void>((resolve, reject) => {

@@ -11,6 +11,7 @@ import { startOtlpReceiver } from '../../test/fixtures/otlp-receiver.js';
 import { startSidecar, type StartedSidecar } from '../../test/fixtures/start-sidecar.js';
 import { ToolSidecarServiceClient, TurnKind, type TurnRequest, type TurnResponse } from '../../src/gen/toolruntime/v1/sidecar.js';
 import { quantile, type BenchRow } from '../bench-row.js';
+import { localTokenOptions } from '../../test/integration/sidecar/turn-driver.js';
 
 const WARM_UP = 5_000;
 const ROUNDS = 5;
@@ -49,7 +50,7 @@ function cpuMs(pid: number): number {
 
 async function openTarget(workspace: string, env: NodeJS.ProcessEnv, traced: boolean): Promise<Target> {
   const sidecar = await startSidecar({ entry: 'test/fixtures/fixture-sidecar.ts', args: ['--workspace', workspace, '--log-level', 'warn'], env });
-  const client = new ToolSidecarServiceClient(sidecar.address, grpc.credentials.createInsecure());
+  const client = new ToolSidecarServiceClient(sidecar.address, grpc.credentials.createInsecure(), localTokenOptions(sidecar.address));
   const stream = client.turn();
   const waiting = new Map<string, () => void>();
   let opened!: () => void;

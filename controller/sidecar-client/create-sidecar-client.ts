@@ -1,5 +1,6 @@
 import { credentials, Metadata, type ChannelCredentials } from '@grpc/grpc-js';
 import { ToolSidecarServiceClient } from '../../src/gen/toolruntime/v1/sidecar.js';
+import { findLocalServerToken } from '../../src/local-servers.js';
 import { controllerTelemetry, type TurnTrace } from '../telemetry/controller-telemetry.js';
 import { SidecarTurn, type OpenTurnOptions } from './sidecar-turn.js';
 import type { TurnContextInput } from './sidecar-types.js';
@@ -8,8 +9,11 @@ import type { TurnContextInput } from './sidecar-types.js';
 export interface SidecarClientOptions {
   /** `host:port` (or `unix:/path`). */
   address: string;
-  /** Sent as `authorization: Bearer <token>` on every RPC. */
-  token?: string;
+  /**
+   * Sent as `authorization: Bearer <token>` on every RPC. Absent: the token of the local sidecar
+   * registered on `address` in the runtime folder (src/local-servers.ts), if one is; `null`: none.
+   */
+  token?: string | null;
   /** TLS material (PEM); plaintext when absent. */
   tls?: { ca?: Buffer | string; cert?: Buffer | string; key?: Buffer | string };
   /** Largest message either way (default 16 MiB, the sidecar's default). */
@@ -39,13 +43,18 @@ export function createSidecarClient(options: SidecarClientOptions): SidecarClien
     ? credentials.createSsl(toBuffer(options.tls.ca), toBuffer(options.tls.key), toBuffer(options.tls.cert))
     : credentials.createInsecure();
   const maxBytes = options.maxMessageBytes ?? 16 * 1024 * 1024;
+  // A sidecar started by hand generates its token and lists it by address (sidecar/cli.ts); looked
+  // up at each turn until found, so a sidecar started (or restarted) after this client is found too.
+  let token = options.token ?? undefined;
+  const lookUp = options.token === undefined;
   const client = new ToolSidecarServiceClient(options.address, channelCredentials, {
     'grpc.max_receive_message_length': maxBytes,
     'grpc.max_send_message_length': maxBytes,
   });
   const metadata = (trace: TurnTrace | undefined) => {
     const value = new Metadata();
-    if (options.token) value.set('authorization', `Bearer ${options.token}`);
+    if (lookUp) token = findLocalServerToken(options.address, { kind: 'sidecar' }) ?? token;
+    if (token) value.set('authorization', `Bearer ${token}`);
     // W3C trace context of the turn's invoke_agent span: the sidecar's Turn span goes under it.
     if (trace?.headers.traceparent) {
       value.set('traceparent', trace.headers.traceparent);

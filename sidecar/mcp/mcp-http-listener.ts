@@ -1,4 +1,5 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { chmodSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -22,6 +23,19 @@ export const MCP_HTTP_PATH = '/mcp';
 
 const digest = (text: string) => createHash('sha256').update(text).digest();
 
+/** How long an MCP session may go without a request before it is ended. */
+export const DEFAULT_SESSION_IDLE_MS = 30 * 60_000;
+/** How many MCP sessions one listener keeps at once. */
+export const DEFAULT_MAX_SESSIONS = 100;
+
+interface Session {
+  transport: StreamableHTTPServerTransport;
+  turn: McpTurnServer;
+  lastUsed: number;
+  /** Requests of the session in flight (an open SSE stream among them): a busy session is not idle. */
+  active: number;
+}
+
 /**
  * Serves MCP over Streamable HTTP at `address` (`host:port`, `[::1]:port`, `unix:/path`), one
  * turn per MCP session (see createMcpTurnServer). The rules are the gRPC port's: without `token`
@@ -34,7 +48,15 @@ const digest = (text: string) => createHash('sha256').update(text).digest();
  *   error otherwise.
  */
 export async function startMcpHttpListener(
-  options: McpServeOptions & { address: string; token?: string; maxBodyBytes: number },
+  options: McpServeOptions & {
+    address: string;
+    token?: string;
+    maxBodyBytes: number;
+    /** A session with no request for this long is ended (default 30 min): clients that leave without DELETE. */
+    sessionIdleMs?: number;
+    /** At most this many sessions (default 100): a new one ends the least recently used. */
+    maxSessions?: number;
+  },
 ): Promise<McpHttpListener> {
   const { logger } = options;
   if (!options.token && !isLoopbackAddress(options.address)) {
@@ -44,7 +66,24 @@ export async function startMcpHttpListener(
     );
   }
   const expected = options.token ? digest(`Bearer ${options.token}`) : undefined;
-  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; turn: McpTurnServer }>();
+  const sessions = new Map<string, Session>();
+  const idleMs = options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS;
+  const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
+  // Each session holds a Server, a turn and its tool set until DELETE: without an end of their own,
+  // clients that reconnect without DELETE would grow the map without bound (issue 36, item 4).
+  const end = (id: string, why: string) => {
+    const session = sessions.get(id);
+    if (!session) return;
+    sessions.delete(id);
+    session.turn.close(why);
+    void session.transport.close().catch(() => undefined);
+    logger.info('mcp session ended', { why });
+  };
+  const sweeper = setInterval(() => {
+    const now = Date.now();
+    for (const [id, session] of sessions) if (session.active === 0 && now - session.lastUsed > idleMs) end(id, `idle for over ${idleMs} ms`);
+  }, Math.min(60_000, Math.max(50, Math.floor(idleMs / 2))));
+  sweeper.unref();
 
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
     const origin = request.headers.origin;
@@ -67,14 +106,29 @@ export async function startMcpHttpListener(
     }
     const sessionId = request.headers['mcp-session-id'];
     const existing = typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
-    if (existing) return existing.transport.handleRequest(request, response, body);
+    if (existing) {
+      existing.lastUsed = Date.now();
+      existing.active++;
+      response.once('close', () => {
+        existing.active--;
+        existing.lastUsed = Date.now();
+      });
+      return existing.transport.handleRequest(request, response, body);
+    }
     if (sessionId !== undefined) return refuse(response, 404, 'unknown or ended MCP session: initialize a new one');
     if (request.method !== 'POST' || !isInitializeRequest(body)) return refuse(response, 400, 'no MCP session: the first request must be a POST of `initialize`');
     const label = randomUUID();
     const turn = createMcpTurnServer({ ...options, label });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => label,
-      onsessioninitialized: (id) => void sessions.set(id, { transport, turn }),
+      onsessioninitialized: (id) => {
+        while (sessions.size >= maxSessions) {
+          const oldest = [...sessions].sort(([, a], [, b]) => a.lastUsed - b.lastUsed)[0];
+          if (!oldest) break;
+          end(oldest[0], `over the cap of ${maxSessions} sessions; the least recently used ends`);
+        }
+        sessions.set(id, { transport, turn, lastUsed: Date.now(), active: 0 });
+      },
     });
     transport.onclose = () => {
       sessions.delete(label);
@@ -97,6 +151,9 @@ export async function startMcpHttpListener(
     if (host === undefined) http.listen(options.address.replace(/^unix:/, ''), resolve);
     else http.listen(Number(options.address.slice(options.address.lastIndexOf(':') + 1)), host, resolve);
   });
+  // A unix socket gets the control plane's mode, whatever the umask: only this user may connect
+  // (the token is still required; issue 32, item 10).
+  if (host === undefined) chmodSync(options.address.replace(/^unix:/, ''), 0o600);
   const bound = http.address();
   const address = typeof bound === 'object' && bound !== null ? boundAddress(options.address, (bound as AddressInfo).port) : options.address;
   const url = host === undefined ? MCP_HTTP_PATH : `http://${address}${MCP_HTTP_PATH}`;
@@ -107,12 +164,17 @@ export async function startMcpHttpListener(
     url,
     close() {
       closing ??= (async () => {
+        clearInterval(sweeper);
         for (const { transport, turn } of [...sessions.values()]) {
           turn.close('the sidecar is shutting down');
           await transport.close().catch(() => undefined);
         }
-        await new Promise<void>((resolve) => http.close(() => resolve()));
+        sessions.clear();
+        // close() waits for every connection to end, so the connections are ended first: one request
+        // whose body stalls would otherwise hold the drain for Node's request timeout (300 s).
+        const closed = new Promise<void>((resolve) => http.close(() => resolve()));
         http.closeAllConnections();
+        await closed;
       })();
       return closing;
     },

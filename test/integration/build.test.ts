@@ -11,6 +11,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSidecarClient } from '../../controller/sidecar-client/create-sidecar-client.js';
 import { startSidecar, type StartedSidecar } from '../fixtures/start-sidecar.js';
+import { localTokenOptions } from './sidecar/turn-driver.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const probe = join(root, 'test/fixtures/process-probe.mjs');
@@ -101,7 +102,7 @@ describe('the built sidecar', () => {
     expect(before.filter((name) => lazyPackages.includes(name))).toEqual([]);
 
     // One reflection request: answered from the generated descriptors, still without a .proto parser.
-    const reflection = new grpc.Client(sidecar.address, grpc.credentials.createInsecure());
+    const reflection = new grpc.Client(sidecar.address, grpc.credentials.createInsecure(), localTokenOptions(sidecar.address));
     const passThrough = (buffer: Buffer) => buffer;
     const call = reflection.makeBidiStreamRequest('/grpc.reflection.v1.ServerReflection/ServerReflectionInfo', passThrough, passThrough);
     const answer = new Promise<Buffer>((resolve, reject) => {

@@ -64,7 +64,7 @@ describe('a Python client built from the proto alone', needs, () => {
   });
 
   it('assembles tools, repairs fenced arguments, and gets exactly one result per call', () => {
-    const output = execFileSync(python, [join(root, 'test/fixtures/python/turn_client.py'), scratch, sidecar.address], {
+    const output = execFileSync(python, [join(root, 'test/fixtures/python/turn_client.py'), scratch, sidecar.address, sidecar.token ?? ''], {
       encoding: 'utf8',
       timeout: 60_000,
     });

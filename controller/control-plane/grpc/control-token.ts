@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, lstat, mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorMessage, ToolRuntimeError } from '../../../src/errors.js';
+import { findLocalServer, localServersDir } from '../../../src/local-servers.js';
 
 /** Which endpoint a token file belongs to: ControlPlaneService (gRPC) or the web console. */
 export type ControlEndpointKind = 'control-plane' | 'console';
@@ -112,20 +113,24 @@ export async function removeTokenFile(path: string, token: string): Promise<void
 }
 
 /**
- * The token a local client sends: `tokenFile`'s when given, else the file the server on `address`
- * generated under `dataDir` (see `controlTokenPath`).
+ * The token a local client sends: `tokenFile`'s when given; else the token file named by the
+ * running server that registered `address` in the runtime folder (src/local-servers.ts), whatever
+ * data folder it was given; else the file a server on `address` generated under `dataDir` (see
+ * `controlTokenPath`).
  *
- * @throws ToolRuntimeError `invalid_request` naming both ways to fix it when neither can be read.
+ * @throws ToolRuntimeError `invalid_request` naming the ways to fix it when none can be read.
  */
 export async function findControlToken(options: { tokenFile?: string; dataDir: string; kind: ControlEndpointKind; address: string }): Promise<string> {
   if (options.tokenFile) return readTokenFile(options.tokenFile);
+  const listed = options.kind === 'control-plane' ? findLocalServer(options.address, { kind: 'control-plane' }) : undefined;
+  if (listed?.tokenFile) return readTokenFile(listed.tokenFile, `token file of the server listed in ${localServersDir()}`);
   const path = controlTokenPath(options);
   try {
     return await readTokenFile(path);
   } catch (error) {
     throw new ToolRuntimeError(
       'invalid_request',
-      `no token for ${options.address}: ${errorMessage(error)}. A server started without --token-file writes its token there; ` +
+      `no token for ${options.address}: no running server lists that address in ${localServersDir()}, and ${errorMessage(error)}. ` +
         'give --data-dir DIR (the server\'s data folder) or --token-file FILE (the file the server was given)',
     );
   }

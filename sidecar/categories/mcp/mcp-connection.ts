@@ -6,6 +6,7 @@ import { errorMessage, ToolRuntimeError, type Logger } from '../../../src/index.
 import type { CategoryConfig } from '../category-config.js';
 import { commandEnv } from '../computer/command-env.js';
 import type { McpServerSpec } from './mcp-servers-file.js';
+import { reportMcpServerStatus } from './mcp-server-status.js';
 import { ProcessTransport } from './process-transport.js';
 import { startMcpServerProcess } from './start-mcp-server-process.js';
 
@@ -35,7 +36,11 @@ export type McpToolListing = readonly Tool[];
  */
 export class McpConnection {
   private client: Client | undefined;
+  /** The client of the newest connection, connecting or up: only its failure counts. */
+  private current: Client | undefined;
   private transport: Transport | undefined;
+  /** The start of the current stdio server's stderr: its first error line is the one that explains. */
+  private stderrHead = '';
   private connecting: Promise<void> | undefined;
   private listing: McpToolListing = [];
   private stale = false;
@@ -129,6 +134,10 @@ export class McpConnection {
   private async connect(): Promise<void> {
     const { spec, options } = this;
     const client = new Client({ name: 'tools-runtime-sidecar', version: '0.1.0' }, { capabilities: {} });
+    // From here on, a late close of an older connection (a server slow to die on SIGTERM) is not
+    // this one's failure: it must not close this connection's transport (issue 36, item 3).
+    this.current = client;
+    this.stderrHead = '';
     let transport: Transport | undefined;
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
       this.stale = true;
@@ -137,6 +146,9 @@ export class McpConnection {
       if (spec.transport === 'stdio') {
         const env = commandEnv({ allowList: options.config.commandEnvAllowList, extra: { ...options.config.commandEnv, ...spec.env } });
         const started = await startMcpServerProcess({ config: options.config, command: spec.command, args: spec.args, cwd: spec.cwd ?? options.config.workspace, env });
+        started.child.stderr.on('data', (chunk: Buffer) => {
+          if (this.current === client && this.stderrHead.length < STDERR_HEAD_CHARS) this.stderrHead += chunk.toString('utf8');
+        });
         transport = new ProcessTransport(started);
       } else {
         transport = new StreamableHTTPClientTransport(new URL(spec.url), { requestInit: { headers: spec.headers } });
@@ -151,6 +163,7 @@ export class McpConnection {
       await this.list(client);
       this.failures = 0;
       options.logger.info('mcp server connected', { server: spec.name, tools: this.listing.length });
+      reportMcpServerStatus({ name: spec.name, up: true });
     } catch (error) {
       if (transport && !this.transport) void transport.close().catch(() => undefined);
       this.fail(client, this.exitReason(transport, `it could not be started: ${errorMessage(error)}`));
@@ -160,8 +173,18 @@ export class McpConnection {
   }
 
   private exitReason(transport: Transport | undefined, fallback: string): string {
-    const tail = transport instanceof ProcessTransport ? transport.stderrTail.trim().split('\n').slice(-3).join(' | ') : '';
-    return tail ? `${fallback} (its stderr ends: ${tail.slice(-500)})` : fallback;
+    if (!(transport instanceof ProcessTransport)) return fallback;
+    const tail = transport.stderrTail.trim().split('\n').slice(-3).join(' | ');
+    // The first error line says why (`Cannot find module ...`); the tail is often only the runtime's
+    // version line. With a likely cause, a server that fails in the sandbox is not silently missing.
+    const first = firstErrorLine(this.stderrHead);
+    const cause = first ? likelyCause(first) : undefined;
+    const parts = [
+      ...(first ? [`its first error: ${first.slice(0, 300)}`] : []),
+      ...(cause ? [`likely cause: ${cause}`] : []),
+      ...(tail ? [`its stderr ends: ${tail.slice(-500)}`] : []),
+    ];
+    return parts.length > 0 ? `${fallback} (${parts.join('; ')})` : fallback;
   }
 
   private async list(client: Client): Promise<void> {
@@ -191,7 +214,7 @@ export class McpConnection {
 
   /** The connection of `client` failed: drop it, stop the server, schedule a restart. */
   private fail(client: Client, reason: string): void {
-    if (this.closed || (this.client !== undefined && this.client !== client)) return;
+    if (this.closed || client !== this.current) return;
     const wasUp = this.client === client;
     this.client = undefined;
     const transport = this.transport;
@@ -202,13 +225,40 @@ export class McpConnection {
     const delay = Math.min(this.timings.maxBackoffMs, this.timings.backoffMs * 2 ** this.failures);
     this.failures++;
     this.retryAt = Date.now() + delay;
-    this.options.logger.warn('mcp server down; restarting', { server: this.spec.name, reason, wasUp, retryInMs: delay });
+    // An error, not a warning: the server's tools are missing from every turn until it comes back.
+    this.options.logger.error('mcp server down; restarting', { server: this.spec.name, reason, wasUp, retryInMs: delay });
+    reportMcpServerStatus({ name: this.spec.name, up: false, reason });
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;
       this.start();
     }, delay);
     this.retryTimer.unref();
   }
+}
+
+/** How much of a stdio server's stderr is kept from its start. */
+const STDERR_HEAD_CHARS = 4_000;
+
+/** The first line of `text` that reads as an error, if any. */
+export function firstErrorLine(text: string): string | undefined {
+  return text
+    .split('\n')
+    .map((line) => line.trim())
+    .find((line) => /error|cannot|can't|not found|no such file|denied|EACCES|ENOENT|EROFS|ENOTFOUND|EAI_AGAIN|ECONNREFUSED|fatal|traceback|exception/i.test(line));
+}
+
+/** What a server's first error line most likely means under the sidecar's sandbox, if we can tell. */
+export function likelyCause(line: string): string | undefined {
+  if (/cannot find module|no such file|ENOENT|not found/i.test(line)) {
+    return 'a file or command it needs is not visible inside the sandbox (the sandbox has its own empty /tmp, and --hide paths are hidden) or is not installed; keep the server\'s files outside /tmp and outside hidden paths';
+  }
+  if (/EROFS|read-only file system|EACCES|permission denied/i.test(line)) {
+    return 'it writes outside the workspace, which the sandbox mounts read-only (--sandbox workspace-write writes the workspace only)';
+  }
+  if (/ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ENETUNREACH|network/i.test(line)) {
+    return 'it needs the network, which the sandbox turns off by default (--network on, or allow:HOST)';
+  }
+  return undefined;
 }
 
 /** Waits for `promise` at most `ms`, or until `signal`; never rejects. */

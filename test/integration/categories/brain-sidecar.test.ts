@@ -11,6 +11,7 @@ import { generateBrainCorpus } from '../../fixtures/brain-corpus.js';
 import { openTaskTurn as openTurn } from '../../fixtures/task-turn.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
 import { makeTempDir } from '../../unit/sidecar/categories/tool-harness.js';
+import { localTokenOptions } from '../sidecar/turn-driver.js';
 
 async function eventually(probe: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
   const until = Date.now() + timeoutMs;
@@ -41,7 +42,7 @@ describe('Brain through a real sidecar', () => {
 
   it('answers a first call during the build with the progress, then waits within a longer deadline and answers', async () => {
     sidecar = await startSidecar({ args: args() });
-    client = new ToolSidecarServiceClient(sidecar.address, grpc.credentials.createInsecure());
+    client = new ToolSidecarServiceClient(sidecar.address, grpc.credentials.createInsecure(), localTokenOptions(sidecar.address));
     const turn = await openTurn(client);
     // 400 ms leaves no real time to wait: the answer is what the build has done so far.
     const early = await turn.call('recall', { query: 'marker42' }, 400);
@@ -84,7 +85,7 @@ describe('Brain through a real sidecar', () => {
     expect(await sidecar!.stop()).toBe(0);
     await writeFile(path.join(brainDir, 'area-4', 'while-down.md'), '# While down\n\nwombat burrows\n');
     sidecar = await startSidecar({ args: args() });
-    client = new ToolSidecarServiceClient(sidecar.address, grpc.credentials.createInsecure());
+    client = new ToolSidecarServiceClient(sidecar.address, grpc.credentials.createInsecure(), localTokenOptions(sidecar.address));
     const turn = await openTurn(client);
     const first = await turn.call('recall', { query: 'marker42' }, 400);
     expect(first.details.indexing).toBeUndefined();
@@ -93,6 +94,9 @@ describe('Brain through a real sidecar', () => {
     await eventually(async () => ((await turn.call('recall', { query: 'wombat' }, 2_000)).details.ids as string[]).includes('area-4/while-down.md'), 'the page added while down');
     await turn.end();
     expect(sidecar.stderr()).toContain('"msg":"brain index reused; checking for changes in the background"');
+    // The rescan's summary is logged when the scan ends, which may be after the page it wrote was
+    // already found by a call: wait for the line (bounded) rather than race it.
+    await eventually(async () => /"msg":"brain index rescanned"/.test(sidecar!.stderr()), 'the rescan\'s log line');
     expect(sidecar.stderr()).toMatch(/"msg":"brain index rescanned".*"pagesFound":5001,"pagesWritten":1,/);
   }, 120_000);
 });

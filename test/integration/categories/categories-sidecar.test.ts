@@ -14,6 +14,7 @@ import {
 } from '../../../src/gen/toolruntime/v1/sidecar.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
 import { makeTempDir } from '../../unit/sidecar/categories/tool-harness.js';
+import { localTokenOptions } from '../sidecar/turn-driver.js';
 
 const fixtures = fileURLToPath(new URL('../../fixtures/categories/', import.meta.url));
 const resultSchemaJson = JSON.stringify({ type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'], additionalProperties: false });
@@ -76,7 +77,7 @@ describe('categories through a real sidecar', () => {
     sidecar = await startSidecar({
       args: ['--workspace', temp.dir, '--state-dir', path.join(temp.dir, '.state'), '--brain', path.join(fixtures, 'brain'), '--skills', path.join(fixtures, 'skills'), '--web-fetch', '--web-allow-private'],
     });
-    client = new ToolSidecarServiceClient(sidecar.address, grpc.credentials.createInsecure());
+    client = new ToolSidecarServiceClient(sidecar.address, grpc.credentials.createInsecure(), localTokenOptions(sidecar.address));
   });
   afterAll(async () => {
     client?.close();

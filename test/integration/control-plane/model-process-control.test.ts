@@ -184,6 +184,6 @@ describe('a process started by the model\'s commands, against the control plane 
     expect([wrong.code, wrong.stderr.trim()]).toEqual([1, 'error: the bearer token is wrong']);
     const elsewhere = await command((io) => runApprovalsCommand(['list', '--address', '127.0.0.1:1'], io), []);
     expect(elsewhere.code).toBe(1);
-    expect(elsewhere.stderr).toMatch(/no token for 127\.0\.0\.1:1: .*--data-dir DIR.*--token-file FILE/);
+    expect(elsewhere.stderr).toMatch(/no token for 127\.0\.0\.1:1: no running server lists that address in .*--data-dir DIR.*--token-file FILE/);
   }, 60_000);
 });

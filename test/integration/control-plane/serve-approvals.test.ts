@@ -133,4 +133,24 @@ describe('stored approvals under controller serve', () => {
     expect(unknown.code).toBe(1);
     expect(unknown.stderr.trim()).toBe('error: no approval appr-nope');
   });
+
+  it('finds serve\'s token by its address alone, whatever --data-dir serve was given (the runtime folder), and lists it', async () => {
+    // No --data-dir: the default data folder holds no token for this address; the runtime folder names serve's.
+    const stdout = new PassThrough();
+    const stderr = new PassThrough();
+    let err = '';
+    stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+    stdout.resume();
+    const code = await runApprovalsCommand(['list', '--address', serve.address], { argv: [], env: {}, stdout, stderr, signal: AbortSignal.timeout(20_000) });
+    expect([code, err]).toEqual([0, '']);
+    const { runServersCommand } = await import('../../../controller/control-plane/cli/servers-command.js');
+    let listed = '';
+    const out = new PassThrough();
+    out.setEncoding('utf8').on('data', (chunk: string) => (listed += chunk));
+    expect(await runServersCommand({ argv: ['--json'], env: process.env, stdout: out, stderr })).toBe(0);
+    const servers = listed.trim().split('\n').map((line) => JSON.parse(line) as { kind: string; address: string; dataDir?: string; tokenFile?: string });
+    expect(servers).toContainEqual(expect.objectContaining({ kind: 'control-plane', address: serve.address, dataDir: join(dir, 'data') }));
+    // serve's own sidecar child is listed too (its token stays with serve: the file it read is gone).
+    expect(servers.some((server) => server.kind === 'sidecar')).toBe(true);
+  });
 });

@@ -7,6 +7,7 @@ import { createSidecarClient, type SidecarClient } from '../../../controller/sid
 import type { ClientRequestEvent, ClientRequestHandler } from '../../../controller/sidecar-client/sidecar-types.js';
 import { ToolSidecarServiceClient, TurnKind, type ToolResult, type TurnResponse } from '../../../src/gen/toolruntime/v1/sidecar.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
+import { localTokenOptions } from '../sidecar/turn-driver.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'reverse-requests-'));
 let sidecar: StartedSidecar;
@@ -149,7 +150,7 @@ describe('reverse requests over the Turn stream', () => {
 
 describe('reverse requests on the raw stream', () => {
   it('ignores replies with unknown or already answered request ids', async () => {
-    const raw = new ToolSidecarServiceClient(sidecar.address, grpc.credentials.createInsecure());
+    const raw = new ToolSidecarServiceClient(sidecar.address, grpc.credentials.createInsecure(), localTokenOptions(sidecar.address));
     const stream = raw.turn();
     const responses: TurnResponse[] = [];
     let onResponse = () => {};

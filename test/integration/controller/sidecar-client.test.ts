@@ -40,7 +40,7 @@ describe('createSidecarClient', () => {
   });
 
   it('refuses to open a turn without the token', async () => {
-    const anonymous = createSidecarClient({ address: sidecar.address });
+    const anonymous = createSidecarClient({ address: sidecar.address, token: null });
     try {
       await expect(anonymous.openTurn({ agentId: 'a', turnId: 't2' }, { signal: signal() })).rejects.toMatchObject({ code: 'sidecar_unavailable' });
     } finally {

@@ -1,6 +1,6 @@
 // The README's and docs/' shell examples that talk to a server run here, against a real sidecar and
 // a real `controller serve`, so a doc cannot drift from the code. A block fenced `sh exec sidecar`
-// gets $SIDECAR (the sidecar's address), `sh exec controller` gets $CONTROLLER (serve's address,
+// gets $SIDECAR (the sidecar's address) and $SIDECAR_TOKEN_FILE, `sh exec controller` gets $CONTROLLER (serve's address,
 // serving agent-a on that sidecar); plain `sh exec` needs no server. Each runs with bash -e -o
 // pipefail from the repository root and must exit 0; a `grep -q` in a block checks what it printed.
 import { existsSync, readdirSync, readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -114,6 +114,8 @@ describe('the docs\' executed examples', () => {
       const env: NodeJS.ProcessEnv = {
         ...process.env,
         SIDECAR: sidecar.address,
+        // The token the sidecar generated (it names this file in its listening line).
+        SIDECAR_TOKEN_FILE: sidecar.tokenFile ?? '',
         CONTROLLER: serve.address,
         // The token serve generated (it names this file in its listening line).
         CONTROLLER_TOKEN_FILE: controlTokenPath({ dataDir: join(dir, 'data'), kind: 'control-plane', address: serve.address }),

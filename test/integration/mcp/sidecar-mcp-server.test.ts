@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -46,18 +46,22 @@ async function stdioClient(options: { elicitation: 'accept' | 'decline' | 'none'
 }
 
 /** Starts the sidecar with `--mcp-listen 127.0.0.1:0` and resolves its MCP URL once it listens. */
-async function httpSidecar(extra: string[] = []): Promise<string> {
+/** Starts a sidecar serving MCP over HTTP; resolves its URL and the token its endpoint requires. */
+async function httpSidecar(extra: string[] = []): Promise<{ url: string; token: string }> {
   const child = spawn(tsx, sidecarArgs('--mcp-listen', '127.0.0.1:0', ...extra), { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   children.push(child);
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no mcp-listening line within 60 s; stderr:\n${stderr}`)), 60_000);
+  return new Promise<{ url: string; token: string }>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no listening line within 60 s; stderr:\n${stderr}`)), 60_000);
+    let url = '';
     createInterface({ input: child.stdout! }).on('line', (line) => {
-      const event = JSON.parse(line) as { event: string; url?: string };
-      if (event.event === 'mcp-listening') {
+      const event = JSON.parse(line) as { event: string; url?: string; tokenFile?: string };
+      if (event.event === 'mcp-listening') url = event.url!;
+      // The listening line follows and names the token file (generated when no --token-file is given).
+      if (event.event === 'listening') {
         clearTimeout(timer);
-        resolve(event.url!);
+        resolve({ url, token: readFileSync(event.tokenFile!, 'utf8').trim() });
       }
     });
     child.once('exit', (code) => reject(new Error(`the sidecar exited (${code}); stderr:\n${stderr}`)));
@@ -130,9 +134,10 @@ describe('the sidecar as an MCP server, over stdio', () => {
 
 describe('the sidecar as an MCP server, over Streamable HTTP', () => {
   it('serves the catalog and refuses a bad Origin with 403', async () => {
-    const url = await httpSidecar();
+    const { url, token } = await httpSidecar();
+    const authorization = `Bearer ${token}`;
     const client = new Client({ name: 'test', version: '1' }, { capabilities: {} });
-    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization } } }));
     clients.push(client);
     const { tools } = await client.listTools();
     expect(tools.find((tool) => tool.name === 'list_files')?.annotations?.readOnlyHint).toBe(true);
@@ -144,13 +149,13 @@ describe('the sidecar as an MCP server, over Streamable HTTP', () => {
     const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'evil', version: '1' } } };
     const refused = await fetch(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', origin: 'http://evil.example' },
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', origin: 'http://evil.example', authorization },
       body: JSON.stringify(initialize),
     });
     expect(refused.status).toBe(403);
     const local = await fetch(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', origin: 'http://localhost:3000' },
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', origin: 'http://localhost:3000', authorization },
       body: JSON.stringify(initialize),
     });
     expect(local.status).toBe(200);
@@ -160,7 +165,7 @@ describe('the sidecar as an MCP server, over Streamable HTTP', () => {
   it('requires the bearer token when the sidecar has one', async () => {
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, 'sesame\n');
-    const url = await httpSidecar(['--token-file', tokenFile]);
+    const { url } = await httpSidecar(['--token-file', tokenFile]);
     const anonymous = new Client({ name: 'test', version: '1' }, { capabilities: {} });
     await expect(anonymous.connect(new StreamableHTTPClientTransport(new URL(url)))).rejects.toThrow(/401|Unauthorized|token/i);
     const client = new Client({ name: 'test', version: '1' }, { capabilities: {} });

@@ -58,29 +58,33 @@ afterAll(async () => {
 describe('server reflection through buf curl', () => {
   it('the sidecar lists exactly what it serves, and each method resolves', async () => {
     const base = `http://${sidecar.address}`;
-    expect(lines(await bufCurl(['--list-services', base]))).toEqual([
+    // A sidecar started by hand requires the token it generated (named in its listening line).
+    await expect(bufCurl(['--list-services', base])).rejects.toThrow(/not authenticated/);
+    const withSidecarToken = ['-H', `authorization: Bearer ${sidecar.token}`, '--reflect-header', '*'];
+    expect(lines(await bufCurl([...withSidecarToken, '--list-services', base]))).toEqual([
       'grpc.health.v1.Health',
       'grpc.reflection.v1.ServerReflection',
       'grpc.reflection.v1alpha.ServerReflection',
       'toolruntime.v1.ToolSidecarService',
     ]);
-    const methods = lines(await bufCurl(['--list-methods', base]));
+    const methods = lines(await bufCurl([...withSidecarToken, '--list-methods', base]));
     expect(methods).toEqual(expect.arrayContaining(['toolruntime.v1.ToolSidecarService/AssembleTools', 'toolruntime.v1.ToolSidecarService/Turn', 'grpc.health.v1.Health/Check']));
     expect(methods.some((method) => method.startsWith('toolruntime.v1.ControlPlaneService/'))).toBe(false);
     // v1alpha answers the same as v1.
-    expect(lines(await bufCurl(['--reflect-protocol', 'grpc-v1alpha', '--list-services', base]))).toContain('toolruntime.v1.ToolSidecarService');
+    expect(lines(await bufCurl([...withSidecarToken, '--reflect-protocol', 'grpc-v1alpha', '--list-services', base]))).toContain('toolruntime.v1.ToolSidecarService');
   });
 
   it('the sidecar answers Health/Check and AssembleTools with snake_case fields', async () => {
     const base = `http://${sidecar.address}`;
-    expect(JSON.parse(await bufCurl(['-d', '{"service":"toolruntime.v1.ToolSidecarService"}', `${base}/grpc.health.v1.Health/Check`]))).toEqual({ status: 'SERVING' });
-    const assembled = JSON.parse(await bufCurl(['-d', '{"context":{"agent_id":"agent-a","turn_id":"t-1","can_spawn_jobs":false}}', `${base}/toolruntime.v1.ToolSidecarService/AssembleTools`]));
+    const withSidecarToken = ['-H', `authorization: Bearer ${sidecar.token}`, '--reflect-header', '*'];
+    expect(JSON.parse(await bufCurl([...withSidecarToken, '-d', '{"service":"toolruntime.v1.ToolSidecarService"}', `${base}/grpc.health.v1.Health/Check`]))).toEqual({ status: 'SERVING' });
+    const assembled = JSON.parse(await bufCurl([...withSidecarToken, '-d', '{"context":{"agent_id":"agent-a","turn_id":"t-1","can_spawn_jobs":false}}', `${base}/toolruntime.v1.ToolSidecarService/AssembleTools`]));
     const names = (assembled.tools as Array<{ name: string }>).map((tool) => tool.name);
     expect(names).toEqual(expect.arrayContaining(['read_file', 'run_command']));
   });
 
   it('a symbol the sidecar does not serve is not found', async () => {
-    await expect(bufCurl(['-d', '{}', `http://${sidecar.address}/toolruntime.v1.ControlPlaneService/ListJobs`])).rejects.toThrow(/ControlPlaneService/);
+    await expect(bufCurl(['-H', `authorization: Bearer ${sidecar.token}`, '--reflect-header', '*', '-d', '{}', `http://${sidecar.address}/toolruntime.v1.ControlPlaneService/ListJobs`])).rejects.toThrow(/ControlPlaneService/);
   });
 
   it('the controller lists exactly what it serves, answers Health/Check, and StartJob/ShowJob with snake_case fields', async () => {

@@ -345,7 +345,7 @@ describe('sandbox escape corpus: --network on, a workspace without git', suite, 
     mkdirSync(join(home2, '.local', 'state', 'tools-runtime', '0123abcd'), { recursive: true });
     writeFileSync(join(home2, '.local', 'state', 'tools-runtime', '0123abcd', 'screen'), 'OTHER-AGENT-STATE\n');
     open = await startSidecar({ args: ['--workspace', join(folder, 'workspace'), '--state-dir', join(folder, 'state'), '--network', 'on', '--log-level', 'error'], env: { HOME: home2 } });
-    driver = await openTurn(createClient(open.address), 'agent-net-on');
+    driver = await openTurn(createClient(open.address, open.token), 'agent-net-on');
   }, 60_000);
 
   afterAll(async () => {

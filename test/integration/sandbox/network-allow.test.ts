@@ -39,7 +39,7 @@ describe('sandbox --network allow:', suite, () => {
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as { port: number }).port;
-    sidecar = await startSidecar({ args: ['--workspace', dir, '--state-dir', join(dir, '.state'), '--sandbox', 'workspace-write', '--network', 'allow:127.0.0.1,localhost,*.invalid'] });
+    sidecar = await startSidecar({ args: ['--workspace', dir, '--state-dir', join(dir, '.state'), '--sandbox', 'workspace-write', '--network', `allow:127.0.0.1:${port},localhost:${port},*.invalid`] });
     turn = await openTurn(createClient(sidecar.address), 'agent-net');
   }, 60_000);
   afterAll(async () => {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HealthCheckResponse_ServingStatus, HealthClient } from '../../../src/gen/grpc/health/v1/health.js';
 import { waitFor } from '../../fixtures/process-tree.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
-import { createClient, openTurn, textOf } from '../sidecar/turn-driver.js';
+import { createClient, localTokenOptions, openTurn, textOf } from '../sidecar/turn-driver.js';
 
 // Fails closed: a sidecar asked for the sandbox on a machine that cannot give it (here bwrap is
 // named at a path where nothing is, as on a machine without bubblewrap) still starts and serves,
@@ -17,7 +17,7 @@ let sidecar: StartedSidecar;
 
 const healthOf = (address: string, service: string) =>
   new Promise<HealthCheckResponse_ServingStatus | string>((resolve) => {
-    const client = new HealthClient(address, grpc.credentials.createInsecure());
+    const client = new HealthClient(address, grpc.credentials.createInsecure(), localTokenOptions(address));
     client.check({ service }, (error, response) => {
       client.close();
       resolve(error ? `error ${error.code}` : response.status);

@@ -8,6 +8,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
+import { localTokenOptions } from './turn-driver.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 // gRPC's reflection.proto, as the project keeps it (proto/grpc/reflection/).
@@ -21,8 +22,8 @@ function clientFor(file: string, includeDirs: string[], service: string[], addre
   const definition = grpc.loadPackageDefinition(protoLoader.loadSync(file, { ...loaderOptions, includeDirs }));
   let node: unknown = definition;
   for (const part of service) node = (node as Record<string, unknown>)[part];
-  const Constructor = node as new (address: string, credentials: grpc.ChannelCredentials) => AnyClient;
-  return new Constructor(address, grpc.credentials.createInsecure());
+  const Constructor = node as new (address: string, credentials: grpc.ChannelCredentials, options: grpc.ClientOptions) => AnyClient;
+  return new Constructor(address, grpc.credentials.createInsecure(), localTokenOptions(address));
 }
 
 let sidecar: StartedSidecar;

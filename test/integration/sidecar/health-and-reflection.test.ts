@@ -9,6 +9,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testSandboxMode } from '../../fixtures/test-sandbox.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
+import { localTokenOptions } from './turn-driver.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 // gRPC's reflection.proto, as the project keeps it (proto/grpc/reflection/).
@@ -21,7 +22,7 @@ function clientFor(file: string, includeDirs: string[], service: string[], addre
   const options = { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true, includeDirs };
   let node: unknown = grpc.loadPackageDefinition(protoLoader.loadSync(file, options));
   for (const part of service) node = (node as Record<string, unknown>)[part];
-  return new (node as new (address: string, credentials: grpc.ChannelCredentials) => AnyClient)(address, grpc.credentials.createInsecure());
+  return new (node as new (address: string, credentials: grpc.ChannelCredentials, options: grpc.ClientOptions) => AnyClient)(address, grpc.credentials.createInsecure(), localTokenOptions(address));
 }
 
 /** Collects a server stream's messages until it ends or fails; `next(n)` waits (bounded) for the n-th. */

@@ -5,7 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ToolResult, ToolSidecarServiceClient, TurnKind, TurnResponse } from '../../../src/gen/toolruntime/v1/sidecar.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
-import { openTurn, textOf } from './turn-driver.js';
+import { localTokenOptions, openTurn, textOf } from './turn-driver.js';
 
 // Requests with oversized fields, and tools whose results and events pass the 16 MiB message
 // limit: every call still gets exactly one result and the stream ends OK.
@@ -23,6 +23,7 @@ beforeAll(async () => {
   // The client takes messages up to the sidecar's limit (grpc-js defaults to 4 MiB).
   client = new ToolSidecarServiceClient(sidecar.address, grpc.credentials.createInsecure(), {
     'grpc.max_receive_message_length': 64 * 1024 * 1024,
+    ...localTokenOptions(sidecar.address),
   });
 });
 

@@ -1,6 +1,6 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,7 +8,8 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ToolSidecarServiceClient, TurnKind } from '../../../src/gen/toolruntime/v1/sidecar.js';
 import { startSidecar } from '../../fixtures/start-sidecar.js';
-import { createClient, openTurn, textOf } from './turn-driver.js';
+import { findLocalServer } from '../../../src/local-servers.js';
+import { bearer, createClient, openTurn, textOf } from './turn-driver.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const entry = 'test/fixtures/fixture-sidecar.ts';
@@ -55,7 +56,7 @@ describe('sidecar security and lifecycle', () => {
     writeFileSync(tokenFile, 's3cret-token\n');
     const sidecar = await startSidecar({ entry, args: [...base(), '--token-file', tokenFile] });
     try {
-      const none = createClient(sidecar.address);
+      const none = createClient(sidecar.address, null);
       await expect(assemble(none)).rejects.toMatchObject({ code: grpc.status.UNAUTHENTICATED });
       const wrong = createClient(sidecar.address, 'not-the-token');
       await expect(assemble(wrong)).rejects.toMatchObject({ code: grpc.status.UNAUTHENTICATED, details: 'the bearer token is wrong' });
@@ -74,6 +75,32 @@ describe('sidecar security and lifecycle', () => {
     } finally {
       expect(await sidecar.stop('SIGTERM')).toBe(0);
     }
+  });
+
+  it('started by hand without --token-file, generates a token, writes it 0600 to the runtime folder, requires it, and removes it on exit', async () => {
+    const runtimeDir = join(dir, 'runtime');
+    const socket = join(dir, 'generated.sock');
+    const env = { TOOLS_RUNTIME_RUNTIME_DIR: runtimeDir };
+    const sidecar = await startSidecar({ entry, args: [...base(), '--listen', `unix:${socket}`], env });
+    try {
+      expect(sidecar.tokenFile?.startsWith(`${runtimeDir}/sidecar-`)).toBe(true);
+      expect(statSync(sidecar.tokenFile!).mode & 0o777).toBe(0o600);
+      expect(statSync(runtimeDir).mode & 0o777).toBe(0o700);
+      // The socket is this user's alone, whatever the umask; the token still applies on it.
+      expect(statSync(socket).mode & 0o777).toBe(0o600);
+      expect(sidecar.token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      const listed = findLocalServer(`unix:${socket}`, { kind: 'sidecar', env });
+      expect(listed).toMatchObject({ address: `unix:${socket}`, tokenFile: sidecar.tokenFile, workspace: dir });
+      const none = createClient(sidecar.address, null);
+      await expect(assemble(none)).rejects.toMatchObject({ code: grpc.status.UNAUTHENTICATED });
+      const good = createClient(sidecar.address, sidecar.token!);
+      expect(await assemble(good)).toBeGreaterThan(5);
+      for (const client of [none, good]) client.close();
+    } finally {
+      expect(await sidecar.stop('SIGTERM')).toBe(0);
+    }
+    expect(existsSync(sidecar.tokenFile!)).toBe(false);
+    expect(findLocalServer(`unix:${socket}`, { env })).toBeUndefined();
   });
 
   it('refuses a non-loopback listen address without a token, and unknown flags, with exit 2', async () => {
@@ -110,6 +137,7 @@ describe('sidecar security and lifecycle', () => {
     try {
       const secure = new ToolSidecarServiceClient(sidecar.address, grpc.credentials.createSsl(readFileSync(cert)), {
         'grpc.ssl_target_name_override': 'localhost',
+        interceptors: [bearer(sidecar.token!)],
       });
       expect(await assemble(secure)).toBeGreaterThan(5);
       secure.close();

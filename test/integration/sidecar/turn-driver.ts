@@ -9,6 +9,7 @@ import {
   type TurnRequest,
   type TurnResponse,
 } from '../../../src/gen/toolruntime/v1/sidecar.js';
+import { findLocalServerToken } from '../../../src/local-servers.js';
 
 export interface CallRecord {
   events: TurnResponse['event'][];
@@ -28,10 +29,21 @@ export interface TurnDriver {
   status: Promise<grpc.StatusObject>;
 }
 
-export function createClient(address: string, token?: string): ToolSidecarServiceClient {
+/**
+ * A client of the sidecar at `address`. Without `token`, the token of the local sidecar registered
+ * on that address (a CLI sidecar generates one and lists it: src/local-servers.ts); `null` sends none.
+ */
+export function createClient(address: string, token?: string | null): ToolSidecarServiceClient {
+  const sent = token === undefined ? findLocalServerToken(address, { kind: 'sidecar' }) : token;
   return new ToolSidecarServiceClient(address, grpc.credentials.createInsecure(), {
-    interceptors: token ? [bearer(token)] : [],
+    interceptors: sent ? [bearer(sent)] : [],
   });
+}
+
+/** Client options that send the token of the local sidecar registered on `address` (none when none is). */
+export function localTokenOptions(address: string): grpc.ClientOptions {
+  const token = findLocalServerToken(address, { kind: 'sidecar' });
+  return { interceptors: token ? [bearer(token)] : [] };
 }
 
 export function bearer(token: string): grpc.Interceptor {

@@ -5,7 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TurnRequest, TurnResponse } from '../../../src/gen/toolruntime/v1/sidecar.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
-import { openRequest } from './turn-driver.js';
+import { localTokenOptions, openRequest } from './turn-driver.js';
 
 // A client that sends raw bytes as Turn requests: open, one valid call and one frame that is not a
 // TurnRequest, written in the same tick. Every stream must end with INVALID_ARGUMENT, whatever the
@@ -20,7 +20,7 @@ beforeAll(async () => {
     entry: 'test/fixtures/fixture-sidecar.ts',
     args: ['--workspace', dir, '--state-dir', join(dir, 'state'), '--log-level', 'error'],
   });
-  client = new grpc.Client(sidecar.address, grpc.credentials.createInsecure());
+  client = new grpc.Client(sidecar.address, grpc.credentials.createInsecure(), localTokenOptions(sidecar.address));
 });
 
 afterAll(async () => {

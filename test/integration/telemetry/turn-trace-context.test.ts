@@ -8,6 +8,7 @@ import { ToolSidecarServiceClient } from '../../../src/gen/toolruntime/v1/sideca
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../../fixtures/otlp-receiver.js';
 import { startSidecar, type StartedSidecar } from '../../fixtures/start-sidecar.js';
 import { openTurn } from '../sidecar/turn-driver.js';
+import { localTokenOptions } from '../sidecar/turn-driver.js';
 
 /** A client whose every RPC carries `headers` as gRPC metadata (as a traced client's Turn stream does). */
 function clientWithMetadata(address: string, headers: Record<string, string | string[]>): ToolSidecarServiceClient {
@@ -18,7 +19,7 @@ function clientWithMetadata(address: string, headers: Record<string, string | st
         next(metadata, listener);
       },
     });
-  return new ToolSidecarServiceClient(address, grpc.credentials.createInsecure(), { interceptors: [interceptor] });
+  return new ToolSidecarServiceClient(address, grpc.credentials.createInsecure(), { interceptors: [interceptor, ...(localTokenOptions(address).interceptors ?? [])] });
 }
 
 /** Runs one turn of two no-op calls (no per-call trace context) for `agentId` on a client with `headers`. */

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { findLocalServerToken } from '../../../../src/local-servers.js';
 import { errorMessage, ToolRuntimeError, type Logger } from '../../../../src/index.js';
 import { createSidecarClient, type SidecarClient } from '../../../sidecar-client/create-sidecar-client.js';
 import { spawnSidecar, type SpawnedSidecar } from '../../../sidecar-client/spawn-sidecar.js';
@@ -56,7 +57,8 @@ export class AgentSidecars {
             });
             return;
           }
-          const token = entry.tokenFile ? await readToken(entry.tokenFile) : undefined;
+          // Without a token file: the token a sidecar started by hand listed for its address.
+          const token = entry.tokenFile ? await readToken(entry.tokenFile) : findLocalServerToken(entry.address, { kind: 'sidecar' });
           const key = `${entry.address}\u0000${token ?? ''}`;
           let client = byAddress.get(key);
           if (!client) {

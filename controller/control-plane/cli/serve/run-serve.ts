@@ -5,6 +5,7 @@ import { createOpenAIResponsesModel } from '../../../model/openai-responses-mode
 import type { ResponsesModel } from '../../../model/responses-model.js';
 import { answerControlRequest, type ControlHooks } from '../../grpc/answer-control-request.js';
 import { createApprovalOperations } from '../../grpc/approval-operations.js';
+import { registerLocalServer } from '../../../../src/local-servers.js';
 import { controlTokenPath, generateControlToken, makeDataDirPrivate, readTokenFile, removeTokenFile, writeTokenFile } from '../../grpc/control-token.js';
 import { createControlPlaneServer } from '../../grpc/control-plane-server.js';
 import { JobRunner } from '../../domain/jobs/job-runner.js';
@@ -135,6 +136,14 @@ export async function runServe(io: ServeIo): Promise<number> {
     if (!options.tokenFile) {
       await writeTokenFile(tokenFile, token);
       cleanups.push(() => removeTokenFile(tokenFile, token));
+    }
+    // Listed in the runtime folder, so the operator's CLI finds the token by address whatever
+    // --data-dir this process was given (`approvals list --address ADDR`, `controller servers`).
+    try {
+      const listed = registerLocalServer({ kind: 'control-plane', address, tokenFile, ...(options.database ? {} : { dataDir: options.dataDir }) });
+      cleanups.push(async () => listed.remove());
+    } catch (error) {
+      logger.warn('not listed in the runtime folder: clients need --token-file or --data-dir', { error: errorMessage(error) });
     }
     if (consoleFlags && feed) {
       const { startServeConsole } = await import('../../../console/serve-console.js'); // loaded only with --console

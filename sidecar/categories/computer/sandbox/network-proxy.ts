@@ -8,6 +8,9 @@ import type { Duplex } from 'node:stream';
 import { ToolRuntimeError } from '../../../../src/index.js';
 import { isPrivateAddress } from '../../../../src/private-address.js';
 import type { ProxyEndpoint } from './bwrap-argv.js';
+import { bare, hostAllowed, targetAllowed } from './allow-entry.js';
+
+export { hostAllowed, parseAllowEntry, targetAllowed, type AllowEntry } from './allow-entry.js';
 
 // Hand-written on node:http rather than a proxy library: the well-kept one (`proxy`, of the
 // proxy-agents family) dials the target by name itself, so a check made before it cannot pin the
@@ -18,28 +21,27 @@ import type { ProxyEndpoint } from './bwrap-argv.js';
 /** How long resolving and connecting to a target may take. */
 const CONNECT_TIMEOUT_MS = 10_000;
 
-/** A listed host: an exact name or address, or `*.suffix` for any name under it. */
-export function hostAllowed(host: string, patterns: readonly string[]): boolean {
-  const name = host.toLowerCase().replace(/\.$/, '');
-  return patterns.some((pattern) => (pattern.startsWith('*.') ? name.endsWith(pattern.slice(1)) && name.length > pattern.length - 1 : name === pattern));
-}
-
-const bare = (host: string) => (host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host);
+/** Resolves a name to its addresses (dns.lookup by default; tests inject a slow or fixed one). */
+export type ResolveName = (host: string) => Promise<Array<{ address: string }>>;
+const defaultResolve: ResolveName = (host) => lookup(host, { all: true });
 
 /**
- * The address to dial for `host`, or why not: the host must be listed; a private, loopback or
- * link-local address is refused unless the host was listed by that very address.
+ * The address to dial for `host:port`, or why not: host and port must be listed; a private,
+ * loopback or link-local address is refused unless the host was listed by that very address.
  */
-export async function checkTarget(host: string, patterns: readonly string[]): Promise<{ address: string } | { refused: string }> {
+export async function checkTarget(host: string, patterns: readonly string[], port: number, resolveName: ResolveName = defaultResolve): Promise<{ address: string } | { refused: string }> {
   const target = bare(host);
-  if (!hostAllowed(target, patterns)) return { refused: `${target} is not listed in --network allow:${patterns.join(',')}` };
+  if (!targetAllowed(target, port, patterns)) {
+    const why = hostAllowed(target, patterns) ? `port ${port} of ${target} is not listed (an entry without a port allows 80 and 443; list ${target.includes(':') ? `[${target}]` : target}:${port} to allow it)` : `${target} is not listed`;
+    return { refused: `${why} in --network allow:${patterns.join(',')}` };
+  }
   if (isIP(target) !== 0) {
     // Listed by address: the operator named it, private or not.
     return { address: target };
   }
   let addresses: Array<{ address: string }>;
   try {
-    addresses = await lookup(target, { all: true });
+    addresses = await resolveName(target);
   } catch (error) {
     return { refused: `${target} does not resolve (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
   }
@@ -54,8 +56,19 @@ function refuse(response: ServerResponse, status: number, message: string): void
   response.end(`tools-runtime sandbox proxy: ${message}\n`);
 }
 
+/** Whether a Host header names the URL's host and port (the default port may be left out). */
+function sameAuthority(header: string, url: URL): boolean {
+  let named: URL;
+  try {
+    named = new URL(`http://${header.trim()}/`);
+  } catch {
+    return false;
+  }
+  return named.hostname === url.hostname && (named.port || '80') === (url.port || '80');
+}
+
 /** Plain HTTP through the proxy: `GET http://host/path`. */
-async function forward(request: IncomingMessage, response: ServerResponse, patterns: readonly string[]): Promise<void> {
+async function forward(request: IncomingMessage, response: ServerResponse, patterns: readonly string[], resolveName: ResolveName): Promise<void> {
   let url: URL;
   try {
     url = new URL(request.url ?? '');
@@ -63,12 +76,20 @@ async function forward(request: IncomingMessage, response: ServerResponse, patte
     return refuse(response, 400, 'expected an absolute http:// URL (use CONNECT for https)');
   }
   if (url.protocol !== 'http:') return refuse(response, 400, `${url.protocol} goes through CONNECT`);
-  const checked = await checkTarget(url.hostname, patterns);
+  const port = Number(url.port || 80);
+  // The Host header is what a virtual host routes by: a request for a listed address must not name
+  // another site (`Host: admin.internal.corp`). One that names another is refused; the header sent
+  // on is always the URL's own authority.
+  const given = request.headers.host;
+  if (given !== undefined && !sameAuthority(given, url)) {
+    return refuse(response, 403, `the Host header ${JSON.stringify(given.slice(0, 200))} does not name the requested ${url.host}: a request may only reach the host it was checked for`);
+  }
+  const checked = await checkTarget(url.hostname, patterns, port, resolveName);
   if ('refused' in checked) return refuse(response, 403, checked.refused);
-  const headers = { ...request.headers };
+  const headers: Record<string, string | string[] | undefined> = { ...request.headers, host: url.host };
   delete headers['proxy-connection'];
   delete headers['proxy-authorization'];
-  const outgoing = httpRequest({ host: checked.address, port: Number(url.port || 80), method: request.method, path: `${url.pathname}${url.search}`, headers, timeout: CONNECT_TIMEOUT_MS });
+  const outgoing = httpRequest({ host: checked.address, port, method: request.method, path: `${url.pathname}${url.search}`, headers, timeout: CONNECT_TIMEOUT_MS });
   outgoing.on('response', (upstream) => {
     response.writeHead(upstream.statusCode ?? 502, upstream.headers);
     upstream.pipe(response);
@@ -82,17 +103,27 @@ async function forward(request: IncomingMessage, response: ServerResponse, patte
 }
 
 /** HTTPS (or anything) through the proxy: `CONNECT host:port`, then bytes both ways. */
-async function tunnel(request: IncomingMessage, client: Duplex, head: Buffer, patterns: readonly string[]): Promise<void> {
+async function tunnel(request: IncomingMessage, client: Duplex, head: Buffer, patterns: readonly string[], resolveName: ResolveName): Promise<void> {
+  // First, before any answer is written: a client that has gone (EPIPE, ECONNRESET) while the
+  // target resolved must not become an uncaught error that ends the sidecar (issue 32, item 9).
+  let clientGone = false;
+  client.on('error', () => {
+    clientGone = true;
+    client.destroy();
+  });
+  client.once('close', () => (clientGone = true));
   const target = request.url ?? '';
-  const colon = target.lastIndexOf(':');
-  const host = colon > 0 ? target.slice(0, colon) : '';
-  const port = Number(target.slice(colon + 1));
+  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(target);
+  const host = match ? (match[1] ?? match[2] ?? '') : '';
+  const port = match ? Number(match[3]) : 0;
   const answer = (status: string, message: string): void => {
+    if (clientGone || client.destroyed) return;
     client.end(`HTTP/1.1 ${status}\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\ntools-runtime sandbox proxy: ${message}\n`);
   };
-  if (!host || !Number.isInteger(port) || port <= 0 || port > 65_535) return answer('400 Bad Request', `CONNECT needs host:port, got ${JSON.stringify(target)}`);
-  const checked = await checkTarget(host, patterns);
+  if (!host || port <= 0 || port > 65_535) return answer('400 Bad Request', `CONNECT needs host:port (an IPv6 address in brackets), got ${JSON.stringify(target.slice(0, 200))}`);
+  const checked = await checkTarget(host, patterns, port, resolveName);
   if ('refused' in checked) return answer('403 Forbidden', checked.refused);
+  if (clientGone) return;
   const upstream: Socket = connect({ host: checked.address, port, timeout: CONNECT_TIMEOUT_MS });
   upstream.once('connect', () => {
     upstream.setTimeout(0);
@@ -104,11 +135,11 @@ async function tunnel(request: IncomingMessage, client: Duplex, head: Buffer, pa
   upstream.once('timeout', () => upstream.destroy(new Error('timed out')));
   let connected = false;
   upstream.once('connect', () => (connected = true));
-  upstream.once('error', (error) => {
+  upstream.on('error', (error) => {
     if (!connected) answer('502 Bad Gateway', `${target}: ${error.message}`);
     else client.destroy();
   });
-  client.once('error', () => upstream.destroy());
+  client.on('error', () => upstream.destroy());
   client.once('close', () => upstream.destroy());
 }
 
@@ -120,20 +151,23 @@ export interface NetworkProxy extends ProxyEndpoint {
 /**
  * Starts the proxy for `--network allow:HOSTS` on a Unix socket in a fresh 0700 folder (bound into
  * each sandbox, where socat bridges 127.0.0.1:3128 to it). HTTP requests and CONNECT tunnels go
- * to listed hosts only; a private, loopback or link-local target is refused unless listed by
- * address. Refusals are 403 with the reason in the body.
+ * to listed host and port pairs only (an entry without a port: 80 and 443); a private, loopback
+ * or link-local target is refused unless listed by address; a plain HTTP request whose Host
+ * header names another host is refused, and the Host sent on is the URL's. Refusals are 403 with
+ * the reason in the body; a client that leaves before its answer costs nothing.
  *
  * @throws ToolRuntimeError `sandbox_unavailable` when socat is not installed.
  */
-export async function startNetworkProxy(options: { hosts: readonly string[]; socat?: string }): Promise<NetworkProxy> {
+export async function startNetworkProxy(options: { hosts: readonly string[]; socat?: string; resolveName?: ResolveName }): Promise<NetworkProxy> {
+  const resolveName = options.resolveName ?? defaultResolve;
   const socat = options.socat ?? findSocat();
   const folder = mkdtempSync(path.join(tmpdir(), 'tools-runtime-proxy-'));
   const socketPath = path.join(folder, 'proxy.sock');
   const server: Server = createServer((request, response) => {
-    forward(request, response, options.hosts).catch((error: unknown) => refuse(response, 500, String(error)));
+    forward(request, response, options.hosts, resolveName).catch((error: unknown) => refuse(response, 500, String(error)));
   });
   server.on('connect', (request: IncomingMessage, client: Duplex, head: Buffer) => {
-    tunnel(request, client, head, options.hosts).catch(() => client.destroy());
+    tunnel(request, client, head, options.hosts, resolveName).catch(() => client.destroy());
   });
   server.on('clientError', (_error, socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {

@@ -100,7 +100,8 @@ export function parseNetworkPolicy(text: string): NetworkPolicy {
     .filter((host) => host !== '');
   if (hosts.length === 0) throw new Error('allow: needs at least one host (allow:example.com,*.npmjs.org)');
   for (const host of hosts) {
-    const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+    // `[v6]` and `[v6]:port` (ports are checked by the proxy's parseAllowEntry).
+    const bare = host.replace(/^\[([^\]]*)\](:\d+)?$/, '$1$2');
     if (!/^(\*\.)?[a-z0-9_.:-]+$/.test(bare) || bare.includes('..')) throw new Error(`not a host name, *.glob or address: ${JSON.stringify(host)}`);
   }
   return { mode: 'allow', hosts };

@@ -4,8 +4,11 @@ import path from 'node:path';
 import { ToolRuntimeError } from '../../../../src/index.js';
 import { buildSandboxArgv } from './bwrap-argv.js';
 
-/** Whether this machine can run the sandbox: bubblewrap's path, or why not and what fixes it. */
-export type SandboxProbe = { ok: true; bwrap: string } | { ok: false; cause: string; fix: string };
+/**
+ * Whether this machine can run the sandbox: bubblewrap's path, or why not and what fixes it (and,
+ * from the shared prober, when it probes again).
+ */
+export type SandboxProbe = { ok: true; bwrap: string } | { ok: false; cause: string; fix: string; retryInMs?: number };
 
 /** Names the bwrap executable when it is not `bwrap` on PATH (and lets tests name a missing one). */
 export const BWRAP_ENV = 'TOOLS_RUNTIME_BWRAP';
@@ -65,15 +68,87 @@ export function runSandboxProbe(env: NodeJS.ProcessEnv = process.env): Promise<S
   });
 }
 
-let shared: Promise<SandboxProbe> | undefined;
+/** A probe that is run again, with backoff, while it fails. */
+export interface SandboxProber {
+  /**
+   * The last probe's answer. The first call runs the probe; after a failure, a call once the
+   * backoff has passed runs it again (a command that needs the sandbox is what asks), and a call
+   * before that answers the failure with `retryInMs`. A success is kept for good.
+   */
+  probe(): Promise<SandboxProbe>;
+  /** Hears every probe's answer (a failure with its `retryInMs`); returns the unsubscribe. */
+  onChange(listener: (probe: SandboxProbe) => void): () => void;
+}
 
-/** This process's one probe, run on the first call (the CLI calls it at start-up). */
-export function sandboxProbe(): Promise<SandboxProbe> {
-  shared ??= runSandboxProbe();
+/**
+ * One failed probe (a 10 s timeout on a loaded machine, bubblewrap installed after start-up) must
+ * not disable commands until a restart: the prober probes again after 1 s, 2 s, 4 s ... capped at
+ * `maxDelayMs` (60 s), on a timer of its own (unref'd) and whenever a command asks after the delay.
+ */
+export function createSandboxProber(options: { run: () => Promise<SandboxProbe>; baseDelayMs?: number; maxDelayMs?: number; now?: () => number }): SandboxProber {
+  const base = options.baseDelayMs ?? 1_000;
+  const max = options.maxDelayMs ?? 60_000;
+  const now = options.now ?? Date.now;
+  const listeners = new Set<(probe: SandboxProbe) => void>();
+  let current: Promise<SandboxProbe> | undefined;
+  let failures = 0;
+  let retryAt = 0;
+  let timer: NodeJS.Timeout | undefined;
+
+  const start = (): Promise<SandboxProbe> => {
+    clearTimeout(timer);
+    const running = options.run().then((answer) => {
+      if (answer.ok) {
+        failures = 0;
+      } else {
+        const delay = Math.min(max, base * 2 ** failures);
+        failures++;
+        retryAt = now() + delay;
+        answer = { ...answer, retryInMs: delay };
+        timer = setTimeout(() => void start(), delay);
+        timer.unref?.();
+      }
+      for (const listener of listeners) listener(answer);
+      return answer;
+    });
+    current = running;
+    return running;
+  };
+
+  return {
+    async probe() {
+      if (!current) return start();
+      const pending = current;
+      const last = await pending;
+      if (last.ok) return last;
+      // Another caller (or the timer) started a newer probe meanwhile: share its answer.
+      if (current !== pending) return current;
+      const left = retryAt - now();
+      if (left <= 0) return start();
+      return { ...last, retryInMs: left };
+    },
+    onChange(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+}
+
+let shared: SandboxProber | undefined;
+
+/** This process's one prober (the CLI starts it at start-up; commands probe through it). */
+export function sandboxProber(): SandboxProber {
+  shared ??= createSandboxProber({ run: () => runSandboxProbe() });
   return shared;
+}
+
+/** This process's probe: the last answer, probing again after a failure once its backoff passed. */
+export function sandboxProbe(): Promise<SandboxProbe> {
+  return sandboxProber().probe();
 }
 
 /** The error every process-starting tool answers with when the sandbox cannot be had. */
 export function sandboxUnavailableError(probe: Extract<SandboxProbe, { ok: false }>): ToolRuntimeError {
-  return new ToolRuntimeError('sandbox_unavailable', `nothing was run: the sandbox this sidecar requires cannot be had (${probe.cause}). Fix: ${probe.fix}.`);
+  const retry = probe.retryInMs !== undefined ? ` The sidecar probes again in ${Math.ceil(probe.retryInMs / 1_000)} s.` : '';
+  return new ToolRuntimeError('sandbox_unavailable', `nothing was run: the sandbox this sidecar requires cannot be had (${probe.cause}). Fix: ${probe.fix}.${retry}`);
 }

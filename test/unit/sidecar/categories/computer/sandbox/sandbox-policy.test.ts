@@ -130,8 +130,8 @@ describe('the proxy\'s host rules', () => {
   });
 
   it('refuses private targets unless listed by address', async () => {
-    expect(await checkTarget('127.0.0.1', ['127.0.0.1'])).toEqual({ address: '127.0.0.1' });
-    expect(await checkTarget('localhost', ['localhost'])).toMatchObject({ refused: expect.stringMatching(/private, loopback or link-local/) });
-    expect(await checkTarget('10.1.2.3', ['127.0.0.1'])).toMatchObject({ refused: expect.stringMatching(/not listed/) });
+    expect(await checkTarget('127.0.0.1', ['127.0.0.1'], 443)).toEqual({ address: '127.0.0.1' });
+    expect(await checkTarget('localhost', ['localhost'], 443)).toMatchObject({ refused: expect.stringMatching(/private, loopback or link-local/) });
+    expect(await checkTarget('10.1.2.3', ['127.0.0.1'], 443)).toMatchObject({ refused: expect.stringMatching(/not listed/) });
   });
 });
