@@ -155,7 +155,7 @@ describe('one network namespace per agent (--network allow:)', suite, () => {
     listed = createHttpServer((_request, response) => response.end('LISTED HOST SAYS HI\n'));
     await new Promise<void>((resolve) => listed.listen(0, '127.0.0.1', resolve));
     listedPort = (listed.address() as { port: number }).port;
-    sidecar = await start(mkdtempSync(join(dir, 'allow-')), 'allow:127.0.0.1');
+    sidecar = await start(mkdtempSync(join(dir, 'allow-')), `allow:127.0.0.1:${listedPort}`); // an entry without a port allows 80 and 443 only
   }, 60_000);
   afterAll(async () => {
     await sidecar?.stop('SIGKILL');
