@@ -162,7 +162,7 @@ export async function run(): Promise<BenchRow[]> {
     server = createServer((_request, response) => response.end('ok'));
     await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as { port: number }).port;
-    const proxy = await startNetworkProxy({ hosts: ['127.0.0.1'] });
+    const proxy = await startNetworkProxy({ hosts: [`127.0.0.1:${port}`] });
     try {
       const [direct, proxied] = (await interleavedP50(GETS, [() => get(port), () => get(port, proxy.socketPath)])) as [number, number];
       rows.push({ suite: 'sandbox', name: 'HTTP GET 127.0.0.1, direct', value: direct * 1000, unit: 'µs p50' });
