@@ -9,7 +9,7 @@
 // An async store written against Kysely's executor made SQLite's claim 2-3x slower than the store
 // it replaced (a per-step promise, a mutex so lone queries could not run inside a transaction,
 // Kysely's executor): the `store:` rows of `npm run bench -- workflows` compare the two.
-import { sql, type CompiledQuery, type Compilable, type Kysely, type RawBuilder, type Transaction } from 'kysely';
+import { sql, type CompiledQuery, type Compilable, type Kysely, type RawBuilder } from 'kysely';
 import type { StoreDatabase } from './store-schema.js';
 
 /** What a statement gives back to a script: its rows (RETURNING's included) and how many rows it changed. */
@@ -18,11 +18,8 @@ export interface SqlResult<R> {
   changes: number;
 }
 
-/** Work only the PostgreSQL runner does inside a transaction: pg-boss sending on the transaction's connection. */
-export type SqlEffect = (trx: Transaction<StoreDatabase>) => Promise<unknown>;
-
-/** A script: yields compiled queries (or, on PostgreSQL only, effects) and returns the operation's result. */
-export type Script<T> = Generator<CompiledQuery | SqlEffect, T, unknown>;
+/** A script: yields compiled queries and returns the operation's result. */
+export type Script<T> = Generator<CompiledQuery, T, unknown>;
 
 /** What every part of the store is made with. */
 export interface StoreContext {
@@ -57,11 +54,6 @@ export function* changes(statement: CompiledQuery | Compilable<unknown>): Script
   return ((yield compiled(statement)) as SqlResult<unknown>).changes;
 }
 
-/** Work only PostgreSQL does (see `SqlEffect`); the SQLite runner refuses it. */
-export function* effect<T>(work: (trx: Transaction<StoreDatabase>) => Promise<T>): Script<T> {
-  return (yield work) as T;
-}
-
 /**
  * Serialises the bookkeeping of `key` (an agent's jobs, its schedules, its runs) across controllers
  * for the rest of the transaction: a transaction-scoped advisory lock on PostgreSQL; nothing on
@@ -74,6 +66,24 @@ export function* lockKey(context: StoreContext, key: string): Script<void> {
 /** `SELECT ... FOR UPDATE` on PostgreSQL; the query as it is on SQLite (see `lockKey`). */
 export function forUpdate<Q extends { forUpdate(): Q }>(context: StoreContext, select: Q): Q {
   return context.dialect === 'postgres' ? select.forUpdate() : select;
+}
+
+/**
+ * `SELECT ... FOR UPDATE SKIP LOCKED` on PostgreSQL: a row another controller's claim transaction
+ * holds is passed over, not waited for. The query as it is on SQLite (see `lockKey`).
+ */
+export function skipLocked<Q extends { forUpdate(): Q; skipLocked(): Q }>(context: StoreContext, select: Q): Q {
+  return context.dialect === 'postgres' ? select.forUpdate().skipLocked() : select;
+}
+
+/** A list of ids as one parameter, so a statement is prepared once whatever the list's length: a text[] on PostgreSQL, JSON text on SQLite (see `inList`). */
+export function listParameter(context: StoreContext, values: readonly string[]): string | string[] {
+  return context.dialect === 'postgres' ? [...values] : JSON.stringify(values);
+}
+
+/** `column` is one of the list bound as `parameter` (made by `listParameter`): `= ANY($n::text[])` on PostgreSQL, `IN (SELECT value FROM json_each(?))` on SQLite. */
+export function inList(context: StoreContext, column: string, parameter: unknown): RawBuilder<boolean> {
+  return context.dialect === 'postgres' ? sql<boolean>`${sql.ref(column)} = ANY(${parameter}::text[])` : sql<boolean>`${sql.ref(column)} IN (SELECT value FROM json_each(${parameter}))`;
 }
 
 /**
