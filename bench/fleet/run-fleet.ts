@@ -93,7 +93,7 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
         env: { OPENAI_API_KEY: '', OPENAI_BASE_URL: '', DATABASE_URL: '' },
         timeoutMs: 90_000,
       });
-    // One at a time: pg-boss and the store migrate once, the others find it done.
+    // One at a time: the store migrates once, the others find it done.
     for (let i = 0; i < options.controllers; i++) serves.push(await startServe());
     /** Every controller process ever started, by its pid (and any under it): a runner id is host:pid:random. */
     const labelled: Array<{ label: string; pids: number[] }> = serves.map((serve, i) => ({ label: `controller ${i}`, pids: processTree(serve!.child.pid!) }));
@@ -180,7 +180,7 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
       return spread;
     };
     const spread = await byController(`SELECT owner, count(*) AS n FROM jobs WHERE status = 'succeeded' GROUP BY owner`);
-    // Workflow task attempts are pg-boss jobs too: which controller's attempt committed each task.
+    // Which controller's attempt committed each workflow task.
     const taskSpread = await byController(`SELECT owner, count(*) AS n FROM workflow_attempts WHERE outcome = 'committed' GROUP BY owner`);
     const report: FleetReport = {
       controllers: options.controllers,

@@ -68,8 +68,8 @@ const claimKey = (claim: TaskClaim) => `${claim.runId}\u0000${claim.taskId}\u000
 
 /**
  * Runs workflow task attempts claimed from the store. Work is claimed, not assigned: any runner
- * whose scope covers a run may claim its ready tasks (SQLite: a leased row; PostgreSQL: a pg-boss
- * job), so several controllers share one run and a runner that dies loses only the attempts it
+ * whose scope covers a run may claim its ready tasks (a lease on the task's row, which the runner
+ * renews), so several controllers share one run and a runner that dies loses only the attempts it
  * held. Each attempt is an isolated task turn; a submitted value is validated again against the
  * persisted schema and committed exactly once by the store, which also ends the run (its last
  * commit, or a task that used up its attempts). `close()` aborts running task turns and hands their

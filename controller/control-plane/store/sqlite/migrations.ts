@@ -112,7 +112,7 @@ export const migrations: readonly SqliteMigration[] = [
   {
     // workflow_runs.owner and lease_until were written by no release: a run was never leased, its
     // tasks are (claim_owner, claim_until on workflow_tasks). The same version on PostgreSQL also
-    // drops its workflow_tasks.claim_until, which pg-boss's expiry made redundant.
+    // drops its workflow_tasks.claim_until, which pg-boss's expiry made redundant then (schema 6 brings it back).
     version: 5,
     name: 'drop the unused run lease columns',
     sql: `
