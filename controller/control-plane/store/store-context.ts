@@ -10,6 +10,7 @@
 // it replaced (a per-step promise, a mutex so lone queries could not run inside a transaction,
 // Kysely's executor): the `store:` rows of `npm run bench -- workflows` compare the two.
 import { sql, type CompiledQuery, type Compilable, type Kysely, type RawBuilder } from 'kysely';
+import { ControlPlaneError } from '../domain/control-plane-error.js';
 import type { StoreDatabase } from './store-schema.js';
 
 /** What a statement gives back to a script: its rows (RETURNING's included) and how many rows it changed. */
@@ -97,26 +98,63 @@ export function insertionOrder(context: StoreContext): RawBuilder<number> {
 const SLOT = '\u0000store-parameter:';
 
 /**
- * A query built and compiled once, then bound to new values on each call: `build` gets a stand-in
- * for each named parameter (a scalar, never a list: `in` takes lists, so a list travels as one JSON
- * parameter or the query is built per call). Building and compiling a Kysely query costs about
- * twice what running it costs on SQLite; the claim and commit paths use this.
+ * A query built and compiled once, then bound to new values on each call. Building and compiling a
+ * Kysely query costs about twice what running it costs on SQLite; the claim and commit paths use
+ * this.
+ *
+ * `build` runs once, with a stand-in for each named parameter (a string that marks where the value
+ * goes), never with the values. So the rule: **a parameter may only be placed in the query as a
+ * value** (`where('c', '=', p.x)`, `set({ c: p.x })`, `${p.x}` inside `sql`), one scalar each (a
+ * list travels as one parameter: see `listParameter`). A builder must not look at a parameter's
+ * value: branch on it (`p.limit > 0 ? ...`), put it in the SQL text (`sql.raw`, `sql.lit`,
+ * `sql.ref`), or make a new value of it (`` `%${p.name}%` ``, `p.n + 1`): the query would be built
+ * for the stand-in, not for the value, and go wrong silently. A query whose shape depends on a value
+ * is built per call, or prepared once per shape (as the ready query is, per limit).
+ *
+ * What can be checked is checked, once, when the query is first built: a stand-in in the SQL text,
+ * a stand-in inside a larger value, or a parameter read but not placed as a value (it was looked at,
+ * not bound) throws; so does binding without a value for a parameter the query uses.
+ * `store-context.test.ts` plants each mistake.
+ *
+ * @throws ControlPlaneError `internal` when `build` breaks the rule above, or a call lacks a parameter.
  */
 export function prepare<P extends object, R>(build: (parameters: P) => Compilable<R>): (parameters: P) => CompiledQuery<R> {
   let template: { compiled: CompiledQuery<R>; slots: Array<keyof P | undefined> } | undefined;
   return (values) => {
-    if (!template) {
-      const names = new Proxy({}, { get: (_, name) => `${SLOT}${String(name)}` }) as P;
-      const built = build(names).compile();
-      const slots = built.parameters.map((value) => (typeof value === 'string' && value.startsWith(SLOT) ? (value.slice(SLOT.length) as keyof P) : undefined));
-      template = { compiled: built, slots };
-    }
+    if (!template) template = compileTemplate(build);
     const { compiled: base, slots } = template;
     const parameters = base.parameters.slice();
     for (let index = 0; index < slots.length; index++) {
       const slot = slots[index];
-      if (slot !== undefined) parameters[index] = values[slot];
+      if (slot === undefined) continue;
+      if (!(slot in values)) throw new ControlPlaneError('internal', `prepared query bound without its parameter "${String(slot)}": ${base.sql}`);
+      parameters[index] = values[slot];
     }
     return { query: base.query, queryId: base.queryId, sql: base.sql, parameters };
   };
+}
+
+function compileTemplate<P extends object, R>(build: (parameters: P) => Compilable<R>): { compiled: CompiledQuery<R>; slots: Array<keyof P | undefined> } {
+  const read = new Set<string>();
+  const names = new Proxy(
+    {},
+    {
+      get: (_, name) => {
+        read.add(String(name));
+        return `${SLOT}${String(name)}`;
+      },
+    },
+  ) as P;
+  const built = build(names).compile();
+  const misuse = (what: string) => new ControlPlaneError('internal', `prepared query misuses a parameter: ${what} (a parameter may only be placed as a value; see prepare()): ${built.sql.replaceAll(SLOT, ':')}`);
+  if (built.sql.includes(SLOT)) throw misuse('a parameter went into the SQL text');
+  const slots = built.parameters.map((value) => {
+    if (typeof value !== 'string' || !value.includes(SLOT)) return undefined;
+    if (!value.startsWith(SLOT) || value.indexOf(SLOT, 1) !== -1) throw misuse(`a parameter was made into a new value (${JSON.stringify(value.replaceAll(SLOT, ':'))})`);
+    return value.slice(SLOT.length) as keyof P;
+  });
+  const placed = new Set(slots.filter((slot) => slot !== undefined).map(String));
+  const unplaced = [...read].filter((name) => !placed.has(name));
+  if (unplaced.length > 0) throw misuse(`"${unplaced.join('", "')}" was read while building but not placed as a value (a builder must not branch on a parameter)`);
+  return { compiled: built, slots };
 }
