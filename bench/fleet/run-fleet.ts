@@ -112,7 +112,7 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
         // The schedule first, its time taken at the call and far enough ahead to outlast the burst of
         // submissions (a thousand agents at once take seconds), yet not so far that it bounds the run.
         if (options.scheduleEvery > 0 && i % options.scheduleEvery === 0) {
-          const leadMs = Math.max(2_000, options.agents * 6);
+          const leadMs = Math.max(10_000, options.agents * 20);
           await via.createSchedule({ agentId, prompt: `fleet schedule of ${agentId}`, at: new Date(Date.now() + leadMs).toISOString() });
           expectedSchedules++;
         }

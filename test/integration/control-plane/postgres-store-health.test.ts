@@ -63,16 +63,16 @@ describe('the PostgreSQL store: errors logged, a lost database in the health ser
       return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
     };
     const model = createOpenAIResponsesModel({ model: 'unused', apiKey: 'k', baseURL: 'http://127.0.0.1:9/v1', stream: true, maxRetries: 0 });
-    const first = new WorkflowRunner({ store, model, openTaskTurn: openTaskTurn('first'), leaseMs: 600, pollMs: 100, logger: silentLogger });
+    const first = new WorkflowRunner({ store, model, openTaskTurn: openTaskTurn('first'), leaseMs: 2_000, pollMs: 100, logger: silentLogger });
     cleanups.push(() => first.close());
     const { runId } = await store.workflows.createRun({ agentId: 'agent-1', maxRunningPerAgent: 5, definition: { name: 'slow', maxParallel: 1, tasks: [{ id: 'a', prompt: 'p', resultSchema: schema, dependsOn: [], maxAttempts: 1 }] } });
     first.serveAgents(['agent-1']);
     await until(() => opened.length === 1, 'the first turn');
-    const second = new WorkflowRunner({ store: other, model, openTaskTurn: openTaskTurn('second'), leaseMs: 600, pollMs: 100, logger: silentLogger });
+    const second = new WorkflowRunner({ store: other, model, openTaskTurn: openTaskTurn('second'), leaseMs: 2_000, pollMs: 100, logger: silentLogger });
     cleanups.push(() => second.close());
     second.serveAgents(['agent-1']);
-    // Five leases long: a claim that expired whatever its runner did would have been taken over by now.
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    // Three leases long: a claim that expired whatever its runner did would have been taken over by now.
+    await new Promise((resolve) => setTimeout(resolve, 6_000));
     expect(opened).toEqual(['first']);
     expect((await store.workflows.listAttempts(runId)).map((a) => [a.attempt, a.outcome ?? 'open'])).toEqual([[1, 'open']]);
     // The first runner stops: its attempt is handed back uncounted, and the second runs it.
