@@ -79,6 +79,8 @@ for (const backend of [sqliteBackend(), postgresBackend('the job runner claim su
         // Stopped before the claim ran out: nobody else could have claimed it yet, and nothing was recorded.
         const stored = await store.jobs.get('j1');
         expect(stored).toMatchObject({ status: 'running', attempts: 1 });
+        // (This runner stops here, or it would claim the job again itself once the claim ran out.)
+        await runner.close({ graceMs: 0 });
         const other = await suite.second();
         await until(async () => (await other.jobs.claimNext({ agentIds: ['agent-a'], maxRunningPerAgent: 2, now: Date.now(), owner: 'other' })) !== undefined, 'another controller to claim the job');
         expect(await other.jobs.get('j1')).toMatchObject({ status: 'running', attempts: 2 });
