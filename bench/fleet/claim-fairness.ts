@@ -24,6 +24,9 @@ async function loneWait(url: string, flood: number): Promise<{ claimsBefore: num
   const store = await openPostgresStore({ url, maxConnections: 4 });
   try {
     const agentIds = ['flood', 'lone'];
+    // A warm connection and plan, so that neither wait pays the first query's cost.
+    await store.jobs.insert({ jobId: `warm-${flood}`, agentId: 'warm', prompt: 'p', canSpawnJobs: false, createdAt: Date.now() }, { maxQueuedPerAgent: 5 });
+    await store.jobs.claimNext({ agentIds: ['warm'], maxRunningPerAgent: 2, now: Date.now(), owner: 'bench' });
     for (let i = 0; i < flood; i++) await store.jobs.insert({ jobId: `flood-${flood}-${i}`, agentId: 'flood', prompt: 'p', canSpawnJobs: false, createdAt: Date.now() }, { maxQueuedPerAgent: flood + 1 });
     const started = performance.now();
     await store.jobs.insert({ jobId: `lone-${flood}`, agentId: 'lone', prompt: 'p', canSpawnJobs: false, createdAt: Date.now() }, { maxQueuedPerAgent: 5 });

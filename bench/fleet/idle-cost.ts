@@ -22,6 +22,8 @@ export interface IdleCost {
   idleTps: number;
   /** The same once `worked` agents each had a job that finished. */
   afterWorkTps: number;
+  /** While those jobs were queued and run (busy): transactions per job, from the first submission to the last job's end. */
+  busyTransactionsPerJob: number;
   worked: number;
   /** Tuples read per second (idle, after work): the work behind those transactions. */
   idleTuplesPerSecond: number;
@@ -29,6 +31,12 @@ export interface IdleCost {
 }
 
 const sampleWorkspace = join(import.meta.dirname, '..', '..', 'controller', 'sample-workspace');
+
+async function transactions(db: pg.Client): Promise<number> {
+  await db.query('SELECT pg_stat_clear_snapshot()');
+  const { rows } = await db.query<{ x: string }>('SELECT xact_commit + xact_rollback AS x FROM pg_stat_database WHERE datname = current_database()');
+  return Number(rows[0]!.x);
+}
 
 async function sample(db: pg.Client, seconds: number): Promise<{ tps: number; tuples: number }> {
   const read = async () => {
@@ -80,6 +88,7 @@ export async function measureIdleCost(options: { cluster: PostgresCluster; agent
     log(`idle cost: ${options.agents} agents, idle: ${idle.tps.toFixed(1)} transactions/s, ${Math.round(idle.tuples)} tuples/s`);
     const client = controlPlaneClient(serves[0]!.address, 'idle-token');
     const worked = agentIds.slice(0, options.worked);
+    const before = await transactions(db);
     for (let i = 0; i < worked.length; i += 20) await Promise.all(worked.slice(i, i + 20).map((agentId) => client.startJob({ agentId, prompt: `one job of ${agentId}` })));
     client.close();
     for (;;) {
@@ -87,10 +96,12 @@ export async function measureIdleCost(options: { cluster: PostgresCluster; agent
       if (Number(rows[0]!.n) >= worked.length) break;
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
+    const busyTransactionsPerJob = ((await transactions(db)) - before) / worked.length;
+    log(`idle cost: ${options.agents} agents, busy: ${busyTransactionsPerJob.toFixed(1)} transactions per job (StartJob, claims, renewals, the turn's own, polls meanwhile)`);
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     const after = await sample(db, seconds);
     log(`idle cost: ${options.agents} agents, after ${worked.length} had a job: ${after.tps.toFixed(1)} transactions/s, ${Math.round(after.tuples)} tuples/s`);
-    return { agents: options.agents, idleTps: idle.tps, afterWorkTps: after.tps, worked: worked.length, idleTuplesPerSecond: idle.tuples, afterWorkTuplesPerSecond: after.tuples };
+    return { agents: options.agents, idleTps: idle.tps, afterWorkTps: after.tps, busyTransactionsPerJob, worked: worked.length, idleTuplesPerSecond: idle.tuples, afterWorkTuplesPerSecond: after.tuples };
   } finally {
     await db?.end().catch(() => undefined);
     for (const process of started.reverse()) await process.stop('SIGKILL');

@@ -49,6 +49,7 @@ export async function run(): Promise<BenchRow[]> {
         const cost = await measureIdleCost({ cluster, agents, worked: Math.min(agents, 300), log });
         rows.push(
           { suite, name: `idle fleet, 2 controllers, ${agents} agents`, value: cost.idleTps, unit: 'transactions/s', note: `${Math.round(cost.idleTuplesPerSecond)} tuples read/s` },
+          { suite, name: `busy fleet, ${cost.worked} jobs of as many agents, 2 controllers, ${agents} agents`, value: cost.busyTransactionsPerJob, unit: 'transactions/job', note: 'from the first StartJob to the last job recorded, polls included' },
           { suite, name: `idle fleet after ${cost.worked} agents had a job, 2 controllers, ${agents} agents`, value: cost.afterWorkTps, unit: 'transactions/s', note: `${Math.round(cost.afterWorkTuplesPerSecond)} tuples read/s` },
         );
       }
