@@ -8,7 +8,7 @@ import type { JobsTable } from './store-schema.js';
 export type JobRow = Selectable<JobsTable>;
 
 /** How long a job's claim lasts when the caller names no lease: the claim expiry's default (`--claim-expiry-s`, 900 s). */
-export const DEFAULT_JOB_LEASE_MS = 900_000;
+export const DEFAULT_CLAIM_EXPIRY_MS = 900_000;
 
 /** How many agents a claim passes over when a controller racing it filled their running limit first, before it gives up until the next poll. */
 const CLAIM_TRIES = 3;
@@ -78,7 +78,7 @@ export function* insertJobRow(context: StoreContext, job: NewJob & { scheduleId?
  */
 export function createSqlJobStore(context: StoreContext, options: { defaultLeaseMs?: number } = {}): JobStore {
   const { db } = context;
-  const defaultLeaseMs = options.defaultLeaseMs ?? DEFAULT_JOB_LEASE_MS;
+  const defaultLeaseMs = options.defaultLeaseMs ?? DEFAULT_CLAIM_EXPIRY_MS;
   const q = {
     // A running job whose claim ran out: its runner died (or lost the database) without handing it back.
     expired: prepare((p: { agentIds: string; now: number }) =>
