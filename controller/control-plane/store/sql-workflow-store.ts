@@ -22,8 +22,9 @@ export interface WorkflowSteps {
   /** The run's running tasks and their claims. */
   runningTasks(runId: string): Script<Array<{ task_id: string; claim_id: string | null; claim_owner: string | null }>>;
   /**
-   * Up to `limit` tasks of the run that are ready, in definition order: pending, not queued (no
-   * claim) and every dependency committed. One SQL rule on both databases.
+   * Up to `limit` tasks of the run that are ready, in definition order: pending and every
+   * dependency committed (a pending task's claim_id is not looked at: a controller of schema 5
+   * still running during an upgrade writes its pg-boss claim there). One SQL rule on both databases.
    */
   readyTasks(runId: string, limit: number): Script<Array<{ task_id: string; attempts: number }>>;
   /** Logs the task's open attempts (normally one) with `outcome`. */
@@ -148,7 +149,6 @@ export function createSqlWorkflowStore(context: StoreContext, makeClaims: (steps
           .select(['t.task_id', 't.attempts'])
           .where('t.run_id', '=', p.runId)
           .where('t.state', '=', 'pending')
-          .where('t.claim_id', 'is', null)
           // Dependencies outside, each looked up by the primary key: a join let SQLite scan the run's tasks per candidate (6x slower).
           .where(sql<boolean>`NOT EXISTS (SELECT 1 FROM ${dependencies} WHERE NOT EXISTS (SELECT 1 FROM workflow_tasks u WHERE u.run_id = t.run_id AND u.task_id = d.value AND u.state = 'committed'))`)
           .orderBy('t.position')

@@ -79,7 +79,7 @@ export interface TaskClaim {
   taskId: string;
   agentId: string;
   attempt: number;
-  /** The claim's id: which attempt of the task this runner holds (`run/task/attempt`). */
+  /** The claim's id: which attempt of the task this runner holds (unique per attempt). */
   claimId: string;
 }
 

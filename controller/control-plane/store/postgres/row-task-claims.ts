@@ -35,7 +35,6 @@ export function rowTaskClaims(context: StoreContext): (steps: WorkflowSteps) => 
               .select(['t.task_id'])
               .whereRef('t.run_id', '=', 'r.run_id')
               .where('t.state', '=', 'pending')
-              .where('t.claim_id', 'is', null)
               .where(
                 sql<boolean>`NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(t.depends_on_json::jsonb) AS d(value) WHERE NOT EXISTS (SELECT 1 FROM workflow_tasks u WHERE u.run_id = t.run_id AND u.task_id = d.value AND u.state = 'committed'))`,
               )
@@ -93,7 +92,9 @@ export function rowTaskClaims(context: StoreContext): (steps: WorkflowSteps) => 
   return (steps) => {
     function* start(runId: string, taskId: string, agentId: string, attempts: number, owner: string, until: number): Script<TaskClaim> {
       const attempt = attempts + 1;
-      const claimId = `${runId}/${taskId}/${attempt}`;
+      // A UUID, as pg-boss's ids were: a controller of schema 5 still running during an upgrade ends
+      // the claims of a run it finishes through pg-boss, which takes only UUIDs (an unknown one is a no-op).
+      const claimId = context.newId();
       yield* changes(q.start({ attempt, owner, until, claimId, runId, taskId }));
       yield* steps.logAttempt(runId, taskId, attempt, owner);
       return { runId, taskId, agentId, attempt, claimId };

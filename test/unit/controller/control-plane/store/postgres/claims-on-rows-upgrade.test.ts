@@ -69,6 +69,8 @@ describe('migration 6 (claims on the rows) on a database of the per-agent pg-bos
         await db.query(`UPDATE pgboss.job SET state = 'retry' WHERE state = 'active'`);
         expect((await db.query("SELECT count(*)::int AS n FROM pgboss.job WHERE name LIKE 'tools-runtime-%' AND state IN ('created', 'retry')")).rows[0].n).toBe(0);
 
+        // An old controller offers a task as it did: its pg-boss claim on the pending row. The row is still claimable.
+        await db.query("UPDATE workflow_tasks SET claim_id = 'boss-late' WHERE task_id = 'b'");
         // The new controllers claim the queued work from the rows.
         expect(await store.jobs.claimNext({ agentIds: ['agent-1'], maxRunningPerAgent: 5, now: Date.now(), owner: 'new:2:y' })).toMatchObject({ jobId: 'queued-job', attempts: 1 });
         expect(await store.workflows.claimTask({ owner: 'new:2:y', leaseMs: 60_000, agentIds: ['agent-1'] })).toMatchObject({ runId: 'run-1', taskId: 'b', attempt: 1 });
