@@ -106,31 +106,41 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     let expectedJobs = 0;
     let expectedSchedules = 0;
     let expectedWorkflows = 0;
+    // At most SUBMITTING agents' calls in flight: ten thousand agents' calls at once queued inside
+    // the client itself (name resolution, picking a connection) past their 20 s deadline.
+    const SUBMITTING = 200;
+    let nextAgent = 0;
+    const submitOne = async (agentId: string, i: number) => {
+      const via = clients[i % clients.length]!;
+      // The schedule first, its time taken at the call and far enough ahead to outlast the burst of
+      // submissions (a thousand agents at once take seconds), yet not so far that it bounds the run.
+      if (options.scheduleEvery > 0 && i % options.scheduleEvery === 0) {
+        const leadMs = Math.max(10_000, options.agents * 20);
+        await via.createSchedule({ agentId, prompt: `fleet schedule of ${agentId}`, at: new Date(Date.now() + leadMs).toISOString() });
+        expectedSchedules++;
+      }
+      await via.startJob({ agentId, prompt: `fleet job of ${agentId}` });
+      expectedJobs++;
+      if (options.workflowEvery > 0 && i % options.workflowEvery === 0) {
+        await via.startWorkflow({
+          agentId,
+          definition: {
+            name: `fleet workflow of ${agentId}`,
+            maxParallel: 2,
+            tasks: [
+              { id: 'first', prompt: 'Summarise the project in one line.', resultSchemaJson: schema, dependsOn: [], maxAttempts: 3 },
+              { id: 'second', prompt: 'Summarise the first summary.', resultSchemaJson: schema, dependsOn: ['first'], maxAttempts: 3 },
+            ],
+          },
+        });
+        expectedWorkflows++;
+      }
+    };
     await Promise.all(
-      agentIds.map(async (agentId, i) => {
-        const via = clients[i % clients.length]!;
-        // The schedule first, its time taken at the call and far enough ahead to outlast the burst of
-        // submissions (a thousand agents at once take seconds), yet not so far that it bounds the run.
-        if (options.scheduleEvery > 0 && i % options.scheduleEvery === 0) {
-          const leadMs = Math.max(10_000, options.agents * 20);
-          await via.createSchedule({ agentId, prompt: `fleet schedule of ${agentId}`, at: new Date(Date.now() + leadMs).toISOString() });
-          expectedSchedules++;
-        }
-        await via.startJob({ agentId, prompt: `fleet job of ${agentId}` });
-        expectedJobs++;
-        if (options.workflowEvery > 0 && i % options.workflowEvery === 0) {
-          await via.startWorkflow({
-            agentId,
-            definition: {
-              name: `fleet workflow of ${agentId}`,
-              maxParallel: 2,
-              tasks: [
-                { id: 'first', prompt: 'Summarise the project in one line.', resultSchemaJson: schema, dependsOn: [], maxAttempts: 3 },
-                { id: 'second', prompt: 'Summarise the first summary.', resultSchemaJson: schema, dependsOn: ['first'], maxAttempts: 3 },
-              ],
-            },
-          });
-          expectedWorkflows++;
+      Array.from({ length: Math.min(SUBMITTING, agentIds.length) }, async () => {
+        while (nextAgent < agentIds.length) {
+          const i = nextAgent++;
+          await submitOne(agentIds[i]!, i);
         }
       }),
     );
