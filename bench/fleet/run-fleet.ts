@@ -93,7 +93,7 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
         env: { OPENAI_API_KEY: '', OPENAI_BASE_URL: '', DATABASE_URL: '' },
         timeoutMs: 90_000,
       });
-    // One at a time: pg-boss and the store migrate once, the others find it done.
+    // One at a time: the store migrates once, the others find it done.
     for (let i = 0; i < options.controllers; i++) serves.push(await startServe());
     /** Every controller process ever started, by its pid (and any under it): a runner id is host:pid:random. */
     const labelled: Array<{ label: string; pids: number[] }> = serves.map((serve, i) => ({ label: `controller ${i}`, pids: processTree(serve!.child.pid!) }));
@@ -106,31 +106,41 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
     let expectedJobs = 0;
     let expectedSchedules = 0;
     let expectedWorkflows = 0;
+    // At most SUBMITTING agents' calls in flight: ten thousand agents' calls at once queued inside
+    // the client itself (name resolution, picking a connection) past their 20 s deadline.
+    const SUBMITTING = 200;
+    let nextAgent = 0;
+    const submitOne = async (agentId: string, i: number) => {
+      const via = clients[i % clients.length]!;
+      // The schedule first, its time taken at the call and far enough ahead to outlast the burst of
+      // submissions (a thousand agents at once take seconds), yet not so far that it bounds the run.
+      if (options.scheduleEvery > 0 && i % options.scheduleEvery === 0) {
+        const leadMs = Math.max(10_000, options.agents * 20);
+        await via.createSchedule({ agentId, prompt: `fleet schedule of ${agentId}`, at: new Date(Date.now() + leadMs).toISOString() });
+        expectedSchedules++;
+      }
+      await via.startJob({ agentId, prompt: `fleet job of ${agentId}` });
+      expectedJobs++;
+      if (options.workflowEvery > 0 && i % options.workflowEvery === 0) {
+        await via.startWorkflow({
+          agentId,
+          definition: {
+            name: `fleet workflow of ${agentId}`,
+            maxParallel: 2,
+            tasks: [
+              { id: 'first', prompt: 'Summarise the project in one line.', resultSchemaJson: schema, dependsOn: [], maxAttempts: 3 },
+              { id: 'second', prompt: 'Summarise the first summary.', resultSchemaJson: schema, dependsOn: ['first'], maxAttempts: 3 },
+            ],
+          },
+        });
+        expectedWorkflows++;
+      }
+    };
     await Promise.all(
-      agentIds.map(async (agentId, i) => {
-        const via = clients[i % clients.length]!;
-        // The schedule first, its time taken at the call and far enough ahead to outlast the burst of
-        // submissions (a thousand agents at once take seconds), yet not so far that it bounds the run.
-        if (options.scheduleEvery > 0 && i % options.scheduleEvery === 0) {
-          const leadMs = Math.max(2_000, options.agents * 6);
-          await via.createSchedule({ agentId, prompt: `fleet schedule of ${agentId}`, at: new Date(Date.now() + leadMs).toISOString() });
-          expectedSchedules++;
-        }
-        await via.startJob({ agentId, prompt: `fleet job of ${agentId}` });
-        expectedJobs++;
-        if (options.workflowEvery > 0 && i % options.workflowEvery === 0) {
-          await via.startWorkflow({
-            agentId,
-            definition: {
-              name: `fleet workflow of ${agentId}`,
-              maxParallel: 2,
-              tasks: [
-                { id: 'first', prompt: 'Summarise the project in one line.', resultSchemaJson: schema, dependsOn: [], maxAttempts: 3 },
-                { id: 'second', prompt: 'Summarise the first summary.', resultSchemaJson: schema, dependsOn: ['first'], maxAttempts: 3 },
-              ],
-            },
-          });
-          expectedWorkflows++;
+      Array.from({ length: Math.min(SUBMITTING, agentIds.length) }, async () => {
+        while (nextAgent < agentIds.length) {
+          const i = nextAgent++;
+          await submitOne(agentIds[i]!, i);
         }
       }),
     );
@@ -180,7 +190,7 @@ export async function runFleet(options: FleetOptions): Promise<FleetReport> {
       return spread;
     };
     const spread = await byController(`SELECT owner, count(*) AS n FROM jobs WHERE status = 'succeeded' GROUP BY owner`);
-    // Workflow task attempts are pg-boss jobs too: which controller's attempt committed each task.
+    // Which controller's attempt committed each workflow task.
     const taskSpread = await byController(`SELECT owner, count(*) AS n FROM workflow_attempts WHERE outcome = 'committed' GROUP BY owner`);
     const report: FleetReport = {
       controllers: options.controllers,

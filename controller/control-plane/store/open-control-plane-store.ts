@@ -12,7 +12,7 @@ export interface OpenControlPlaneStoreOptions {
   database?: string;
   /** The SQLite store's folder (ignored with a PostgreSQL `database`). */
   dataDir: string;
-  /** PostgreSQL only: how long a controller's claim on a job turn lives before another may take it over (default 900 s). */
+  /** How long a claim lasts unrenewed when its runner names no lease, before another controller may take the work over (default 900 s). */
   claimExpirySeconds?: number;
   now?: () => Date;
   newId?: () => string;
@@ -33,7 +33,7 @@ export async function openControlPlaneStore(options: OpenControlPlaneStoreOption
   if (options.database) {
     return openPostgresStore({ url: options.database, ...extra, ...(options.logger ? { logger: options.logger } : {}), ...(options.claimExpirySeconds ? { claimExpirySeconds: options.claimExpirySeconds } : {}) });
   }
-  return openSqliteStore({ dataDir: options.dataDir, ...extra });
+  return openSqliteStore({ dataDir: options.dataDir, ...extra, ...(options.claimExpirySeconds ? { claimExpirySeconds: options.claimExpirySeconds } : {}) });
 }
 
 // Re-exported for the callers that open the store too; light callers import database-option.ts.

@@ -1,30 +1,17 @@
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import { ControlPlaneError } from '../domain/control-plane-error.js';
 import type { JobRecord, JobStore, NewJob } from '../domain/jobs/job-store.js';
-import { changes, first, lockKey, rows, type Script, type StoreContext } from './store-context.js';
+import { changes, first, inList, listParameter, lockKey, prepare, rows, skipLocked, type Script, type StoreContext } from './store-context.js';
 import type { JobsTable } from './store-schema.js';
 
 /** A job's row. */
 export type JobRow = Selectable<JobsTable>;
 
-/**
- * How a job's turn is claimed: the part of the job store each database does its own way. SQLite
- * (sqlite/lease-claims.ts): by the row alone. PostgreSQL (postgres/pg-boss-store-claims.ts): each
- * queued turn is a pg-boss job on its agent's queue, claimed with SKIP LOCKED and expired by pg-boss
- * when its controller dies.
- */
-export interface JobClaims {
-  /** Before a transaction that queues turns of these agents (PostgreSQL creates their queues). */
-  ensureAgents(agentIds: Iterable<string>): Promise<void>;
-  /** In the transaction that inserted a queued job: makes its turn claimable, once per `singletonKey`. */
-  queued(job: { agentId: string; jobId: string }, singletonKey: string): Script<void>;
-  /** Claims the oldest claimable job (see `JobStore.claimNext`): its row, already marked running. */
-  claimNext(options: Parameters<JobStore['claimNext']>[0]): Promise<JobRow | undefined>;
-  /** After a job's turn was recorded: ends this process's claim on it. */
-  finished(jobId: string): Promise<void>;
-  /** At close: hands back every claim this process still holds, so another controller runs those jobs at once. */
-  close(): Promise<void>;
-}
+/** How long a job's claim lasts when the caller names no lease: the claim expiry's default (`--claim-expiry-s`, 900 s). */
+export const DEFAULT_CLAIM_EXPIRY_MS = 900_000;
+
+/** How many agents a claim passes over when a controller racing it filled their running limit first, before it gives up until the next poll. */
+const CLAIM_TRIES = 3;
 
 /** A job row as a record. */
 export function toJobRecord(row: JobRow): JobRecord {
@@ -60,11 +47,8 @@ export function* activeJobs(context: StoreContext, agentId: string): Script<numb
   return row!.n;
 }
 
-/**
- * Inserts a queued job row in the caller's transaction and makes its turn claimable (keyed by
- * `singletonKey`, by default the job). The caller made sure the agent's queue exists.
- */
-export function* insertJobRow(context: StoreContext, claims: JobClaims, job: NewJob & { scheduleId?: string }, singletonKey = `job:${job.jobId}`): Script<JobRecord> {
+/** Inserts a queued job row in the caller's transaction: the row is the queue, claimable once the transaction commits. */
+export function* insertJobRow(context: StoreContext, job: NewJob & { scheduleId?: string }): Script<JobRecord> {
   const row = yield* first(
     context.db
       .insertInto('jobs')
@@ -81,16 +65,57 @@ export function* insertJobRow(context: StoreContext, claims: JobClaims, job: New
       })
       .returningAll(),
   );
-  yield* claims.queued(job, singletonKey);
   return toJobRecord(row!);
 }
 
-/** The background jobs part of the store, on either database; how a turn is claimed is the `claims`' own. */
-export function createSqlJobStore(context: StoreContext, claims: JobClaims): JobStore {
+/**
+ * The background jobs part of the store, on either database. The job's row is its queue entry and
+ * its claim: `claimNext` picks the oldest queued job of the runner's agents with one indexed query
+ * (the `jobs_queued` partial index, the agents one list parameter; SKIP LOCKED on PostgreSQL, so
+ * controllers claiming together pass over each other's rows instead of waiting), marks it running
+ * with a lease (`claim_until`) that its runner renews while the turn runs. A running job whose lease
+ * ran out unrenewed is claimed again. Nothing is created per agent: an agent is a value in a column.
+ */
+export function createSqlJobStore(context: StoreContext, options: { defaultLeaseMs?: number } = {}): JobStore {
   const { db } = context;
+  const defaultLeaseMs = options.defaultLeaseMs ?? DEFAULT_CLAIM_EXPIRY_MS;
+  const q = {
+    // A running job whose claim ran out: its runner died (or lost the database) without handing it back.
+    expired: prepare((p: { agentIds: string; now: number }) =>
+      skipLocked(context, db.selectFrom('jobs').select(['job_id', 'agent_id']).where('status', '=', 'running').where('claim_until', '<=', p.now).where(inList(context, 'agent_id', p.agentIds)).orderBy('seq').limit(1)),
+    ),
+    // The oldest queued job of an agent below its running limit, agents that lost a race excluded.
+    queued: prepare((p: { agentIds: string; maxRunning: number; excluded: string }) =>
+      skipLocked(
+        context,
+        db
+          .selectFrom('jobs as j')
+          .select(['j.job_id', 'j.agent_id'])
+          .where('j.status', '=', 'queued')
+          .where(inList(context, 'j.agent_id', p.agentIds))
+          .where(sql<boolean>`NOT (${inList(context, 'j.agent_id', p.excluded)})`)
+          .where((eb) => eb(eb.selectFrom('jobs as r').select((inner) => inner.fn.countAll<number>().as('n')).whereRef('r.agent_id', '=', 'j.agent_id').where('r.status', '=', 'running'), '<', p.maxRunning))
+          .orderBy('j.seq')
+          .limit(1),
+      ),
+    ),
+    running: prepare((p: { agentId: string }) => db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('agent_id', '=', p.agentId).where('status', '=', 'running')),
+    start: prepare((p: { now: number; owner: string; until: number; jobId: string }) =>
+      db
+        .updateTable('jobs')
+        .set((eb) => ({ status: 'running', attempts: eb('attempts', '+', 1), started_at: p.now, owner: p.owner, claim_until: p.until }))
+        .where('job_id', '=', p.jobId)
+        .returningAll(),
+    ),
+    renew: prepare((p: { until: number; owner: string; jobIds: string }) =>
+      db.updateTable('jobs').set({ claim_until: p.until }).where('owner', '=', p.owner).where('status', '=', 'running').where(inList(context, 'job_id', p.jobIds)).returning('job_id'),
+    ),
+  };
+  const list = (values: readonly string[]) => listParameter(context, values) as string;
+  const none = list([]);
+
   return {
-    async insert(job, limits) {
-      await claims.ensureAgents([job.agentId]);
+    insert(job, limits) {
       return context.transaction(function* () {
         yield* lockAgentJobs(context, job.agentId);
         const n = yield* activeJobs(context, job.agentId);
@@ -100,7 +125,7 @@ export function createSqlJobStore(context: StoreContext, claims: JobClaims): Job
             `agent ${job.agentId} already has ${n} background jobs queued or running (at most ${limits.maxQueuedPerAgent}); wait for one to finish or cancel one`,
           );
         }
-        return yield* insertJobRow(context, claims, job);
+        return yield* insertJobRow(context, job);
       });
     },
 
@@ -119,28 +144,50 @@ export function createSqlJobStore(context: StoreContext, claims: JobClaims): Job
       });
     },
 
-    async claimNext(options) {
-      const row = await claims.claimNext(options);
+    async claimNext({ agentIds, maxRunningPerAgent, now, owner, leaseMs = defaultLeaseMs }) {
+      if (agentIds.length === 0) return undefined;
+      const agents = list(agentIds);
+      const row = await context.transaction(function* (): Script<JobRow | undefined> {
+        // Taken over as it is: it already counts against its agent's running limit.
+        let pick = yield* first(q.expired({ agentIds: agents, now }));
+        const excluded: string[] = [];
+        for (let tries = 0; !pick && tries < CLAIM_TRIES; tries++) {
+          const next = yield* first(q.queued({ agentIds: agents, maxRunning: maxRunningPerAgent, excluded: excluded.length > 0 ? list(excluded) : none }));
+          if (!next) return undefined;
+          // The count above read a snapshot; under the agent's lock (which `insert` and firings take
+          // too) it is exact, so controllers claiming together never pass the limit. SQLite's
+          // IMMEDIATE transaction already excludes every other writer.
+          yield* lockAgentJobs(context, next.agent_id);
+          if (context.dialect === 'sqlite' || (yield* first(q.running({ agentId: next.agent_id })))!.n < maxRunningPerAgent) pick = next;
+          else excluded.push(next.agent_id);
+        }
+        return pick ? yield* first(q.start({ now, owner, until: now + leaseMs, jobId: pick.job_id })) : undefined;
+      });
       return row ? toJobRecord(row) : undefined;
     },
 
-    async finish(jobId, ending) {
-      const updated = await context.transaction(() =>
-        changes(
-          db
-            .updateTable('jobs')
-            .set({ status: ending.status, final_text: ending.finalText, error: ending.error, finished_at: ending.now })
-            .where('job_id', '=', jobId)
-            .where('status', '=', 'running'),
-        ),
-      );
-      await claims.finished(jobId);
-      return updated === 1;
+    async renewClaims({ owner, jobIds, leaseMs, now }) {
+      if (jobIds.length === 0) return [];
+      const held = await context.transaction(() => rows(q.renew({ until: now + leaseMs, owner, jobIds: list(jobIds) })));
+      return held.map((row) => row.job_id);
+    },
+
+    finish(jobId, ending) {
+      return context.transaction(function* () {
+        let update = db
+          .updateTable('jobs')
+          .set({ status: ending.status, final_text: ending.finalText, error: ending.error, finished_at: ending.now, claim_until: null })
+          .where('job_id', '=', jobId)
+          .where('status', '=', 'running');
+        // A runner that lost its claim records nothing: the job is another runner's now.
+        if (ending.owner !== undefined) update = update.where('owner', '=', ending.owner);
+        return (yield* changes(update)) === 1;
+      });
     },
 
     cancel(jobId, reason, now) {
       return context.transaction(function* () {
-        yield* changes(db.updateTable('jobs').set({ status: 'cancelled', error: reason, finished_at: now }).where('job_id', '=', jobId).where('status', 'in', ['queued', 'running']));
+        yield* changes(db.updateTable('jobs').set({ status: 'cancelled', error: reason, finished_at: now, claim_until: null }).where('job_id', '=', jobId).where('status', 'in', ['queued', 'running']));
         const row = yield* first(db.selectFrom('jobs').selectAll().where('job_id', '=', jobId));
         return row ? toJobRecord(row) : undefined;
       });
@@ -149,23 +196,22 @@ export function createSqlJobStore(context: StoreContext, claims: JobClaims): Job
     async runningOwners(agentIds) {
       if (agentIds.length === 0) return [];
       return context.read(function* () {
-        const owners = yield* rows(db.selectFrom('jobs').select('owner').distinct().where('status', '=', 'running').where('owner', 'is not', null).where('agent_id', 'in', agentIds));
+        const owners = yield* rows(db.selectFrom('jobs').select('owner').distinct().where('status', '=', 'running').where('owner', 'is not', null).where(inList(context, 'agent_id', list(agentIds))));
         return owners.map((row) => row.owner!);
       });
     },
 
     async requeueRunning({ agentIds, owners }) {
       // Only jobs of runners known to be gone (or of none): a job another live controller runs stays
-      // with it. On PostgreSQL the turn itself is claimed again through pg-boss once the dead
-      // runner's claim expired (or at once when it was handed back).
+      // with it, and one whose runner died elsewhere is claimed again once its lease runs out.
       if (agentIds.length === 0) return 0;
       return context.transaction(() =>
         changes(
           db
             .updateTable('jobs')
-            .set({ status: 'queued', owner: null })
+            .set({ status: 'queued', owner: null, claim_until: null })
             .where('status', '=', 'running')
-            .where('agent_id', 'in', agentIds)
+            .where(inList(context, 'agent_id', list(agentIds)))
             .where((eb) => eb.or([eb('owner', 'is', null), ...(owners.length > 0 ? [eb('owner', 'in', owners)] : [])])),
         ),
       );

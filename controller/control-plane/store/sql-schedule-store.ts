@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import { ControlPlaneError } from '../domain/control-plane-error.js';
 import type { ScheduleRecord, ScheduleStore } from '../domain/schedules/schedule-store.js';
-import { activeJobs, insertJobRow, type JobClaims } from './sql-job-store.js';
+import { activeJobs, insertJobRow, lockAgentJobs } from './sql-job-store.js';
 import { changes, first, forUpdate, lockKey, rows, type StoreContext } from './store-context.js';
 import type { SchedulesTable } from './store-schema.js';
 
@@ -24,10 +24,11 @@ function toScheduleRecord(row: Selectable<SchedulesTable>): ScheduleRecord {
 /**
  * The schedules part of the store, on either database. A firing is claimed by inserting its
  * (schedule, fire time) row, whose primary key lets exactly one controller win, in the same
- * transaction as the job that runs it (and, on PostgreSQL, that job's pg-boss job, a singleton keyed
- * by the same pair).
+ * transaction as the job that runs it. The firing counts its agent's active jobs under the agent's
+ * lock, as `JobStore.insert` and `claimNext` do, so two controllers firing two schedules of one agent
+ * cannot both pass `maxActiveJobsPerAgent`.
  */
-export function createSqlScheduleStore(context: StoreContext, claims: JobClaims): ScheduleStore {
+export function createSqlScheduleStore(context: StoreContext): ScheduleStore {
   const { db } = context;
   const one = (scheduleId: string) => db.selectFrom('schedules').selectAll().where('schedule_id', '=', scheduleId);
   return {
@@ -111,13 +112,10 @@ export function createSqlScheduleStore(context: StoreContext, claims: JobClaims)
     },
 
     async claimFiring(firing) {
-      // The firing may queue a job turn on the schedule's agent's queue: created before the transaction.
-      const schedule = await context.read(() => first(db.selectFrom('schedules').select('agent_id').where('schedule_id', '=', firing.scheduleId)));
-      if (!schedule) return undefined;
-      await claims.ensureAgents([schedule.agent_id]);
       return context.transaction(function* () {
         const row = yield* first(forUpdate(context, one(firing.scheduleId)));
         if (!row || row.next_fire_at !== firing.fireAt) return undefined;
+        yield* lockAgentJobs(context, row.agent_id);
         const full = (yield* activeJobs(context, row.agent_id)) >= firing.maxActiveJobsPerAgent;
         const claimed = yield* changes(
           db
@@ -148,12 +146,7 @@ export function createSqlScheduleStore(context: StoreContext, claims: JobClaims)
             .where('schedule_id', '=', firing.scheduleId),
         );
         // A firing's turn may start jobs: it is the agent's own text turn, only started by the clock.
-        return yield* insertJobRow(
-          context,
-          claims,
-          { jobId: firing.jobId, agentId: row.agent_id, prompt: row.prompt, canSpawnJobs: true, createdAt: firing.now, scheduleId: row.schedule_id },
-          `firing:${row.schedule_id}@${firing.fireAt}`,
-        );
+        return yield* insertJobRow(context, { jobId: firing.jobId, agentId: row.agent_id, prompt: row.prompt, canSpawnJobs: true, createdAt: firing.now, scheduleId: row.schedule_id });
       });
     },
   };

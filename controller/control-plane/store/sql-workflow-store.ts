@@ -22,8 +22,9 @@ export interface WorkflowSteps {
   /** The run's running tasks and their claims. */
   runningTasks(runId: string): Script<Array<{ task_id: string; claim_id: string | null; claim_owner: string | null }>>;
   /**
-   * Up to `limit` tasks of the run that are ready, in definition order: pending, not queued (no
-   * claim) and every dependency committed. One SQL rule on both databases.
+   * Up to `limit` tasks of the run that are ready, in definition order: pending and every
+   * dependency committed (a pending task's claim_id is not looked at: a controller of schema 5
+   * still running during an upgrade writes its pg-boss claim there). One SQL rule on both databases.
    */
   readyTasks(runId: string, limit: number): Script<Array<{ task_id: string; attempts: number }>>;
   /** Logs the task's open attempts (normally one) with `outcome`. */
@@ -35,22 +36,13 @@ export interface WorkflowSteps {
 }
 
 /**
- * How a task attempt is claimed: the part of the workflow store each database does its own way.
- * SQLite (sqlite/lease-claims.ts): a claim is a lease on the task's row that its runner renews, and
- * readiness is looked up as the runner claims. PostgreSQL (postgres/pg-boss-store-claims.ts): every
- * queued attempt is a pg-boss job, queued by the transaction that made its task ready, fetched with
- * SKIP LOCKED, and expired by pg-boss when its runner dies.
+ * How a task attempt is claimed: a lease on the task's row (`claim_owner`, `claim_until`,
+ * `claim_id`) on both databases, which its runner renews, found the way each database does best.
+ * SQLite (sqlite/lease-claims.ts) looks for a ready task run by run inside its IMMEDIATE transaction,
+ * where a step costs no round trip; PostgreSQL (postgres/row-task-claims.ts) finds one with a single
+ * indexed SKIP LOCKED query, whatever the number of runs and agents.
  */
 export interface TaskClaims {
-  readonly lifetimeMs?: number;
-  /** Before a transaction that may offer tasks of these agents (PostgreSQL creates their queues: DDL, never inside it). */
-  ensureAgents(agentIds: readonly string[]): Promise<void>;
-  /** In a transaction that may have made tasks of `run` ready: makes them claimable, within max_parallel. */
-  offer(run: RunRow): Script<void>;
-  /** In a transaction that ends the claim of one task for good (committed, failed, interrupted). */
-  endTask(run: RunRow, taskId: string): Script<void>;
-  /** In a transaction that ends the run: every claim of its tasks ends. */
-  endRun(run: RunRow): Script<void>;
   claimTask: WorkflowStore['claimTask'];
   renewClaims: WorkflowStore['renewClaims'];
 }
@@ -157,7 +149,6 @@ export function createSqlWorkflowStore(context: StoreContext, makeClaims: (steps
           .select(['t.task_id', 't.attempts'])
           .where('t.run_id', '=', p.runId)
           .where('t.state', '=', 'pending')
-          .where('t.claim_id', 'is', null)
           // Dependencies outside, each looked up by the primary key: a join let SQLite scan the run's tasks per candidate (6x slower).
           .where(sql<boolean>`NOT EXISTS (SELECT 1 FROM ${dependencies} WHERE NOT EXISTS (SELECT 1 FROM workflow_tasks u WHERE u.run_id = t.run_id AND u.task_id = d.value AND u.state = 'committed'))`)
           .orderBy('t.position')
@@ -205,12 +196,11 @@ export function createSqlWorkflowStore(context: StoreContext, makeClaims: (steps
     return row ? toRun(row, yield* tasksOf(runId)) : undefined;
   }
 
-  /** Ends a running run: open attempts cancelled, claims ended, tasks skipped or cancelled. */
+  /** Ends a running run: open attempts cancelled, claims dropped, tasks skipped or cancelled. */
   function* finishRunIn(run: RunRow, state: Exclude<WorkflowRunState, 'running'>, error: string | undefined): Script<void> {
     const runId = run.run_id;
     const at = iso();
     yield* changes(db.updateTable('workflow_attempts').set({ finished_at: at, outcome: 'cancelled', error: error ?? `the run ${state}` }).where('run_id', '=', runId).where('finished_at', 'is', null));
-    yield* claims.endRun(run);
     yield* changes(db.updateTable('workflow_tasks').set({ state: 'skipped' }).where('run_id', '=', runId).where('state', '=', 'pending'));
     yield* changes(db.updateTable('workflow_tasks').set({ state: 'cancelled' }).where('run_id', '=', runId).where('state', '=', 'running'));
     yield* changes(db.updateTable('workflow_tasks').set({ claim_id: null, claim_owner: null }).where('run_id', '=', runId));
@@ -223,10 +213,7 @@ export function createSqlWorkflowStore(context: StoreContext, makeClaims: (steps
   }
 
   return {
-    ...(claims.lifetimeMs !== undefined ? { claimLifetimeMs: claims.lifetimeMs } : {}),
-
-    async createRun(input) {
-      await claims.ensureAgents([input.agentId]);
+    createRun(input) {
       return context.transaction(function* () {
         // Serialises creates per agent, so the running-runs limit holds across controllers.
         yield* lockKey(context, `workflow:${input.agentId}`);
@@ -261,7 +248,6 @@ export function createSqlWorkflowStore(context: StoreContext, makeClaims: (steps
             }),
           );
         }
-        yield* claims.offer(run);
         return (yield* getRun(runId))!;
       });
     },
@@ -301,10 +287,8 @@ export function createSqlWorkflowStore(context: StoreContext, makeClaims: (steps
         if (closed !== 1 || task.state !== 'running' || task.attempts !== input.attempt) return yield* settled(input.runId, task.state);
         const failed = task.failed_attempts + (input.outcome === 'failed' ? 1 : 0);
         const state: WorkflowTaskState = failed >= task.max_attempts ? 'failed' : 'pending';
-        yield* claims.endTask(run, input.taskId);
         yield* changes(q.endTask({ state, failed, error: input.error, runId: input.runId, taskId: input.taskId }));
         if (state === 'failed') yield* finishRunIn(run, 'failed', taskFailedError(input.taskId, failed, input.error));
-        else yield* claims.offer(run);
         return yield* settled(input.runId, state);
       });
     },
@@ -316,12 +300,10 @@ export function createSqlWorkflowStore(context: StoreContext, makeClaims: (steps
         if (!run || run.state !== 'running') return { committed: false, reason: 'not_running', runState: run?.state, ...(run?.error ? { runError: run.error } : {}) } as const;
         const at = iso();
         if ((yield* changes(q.insertResult({ runId, taskId, attempt, resultJson: input.resultJson, at }))) === 0) return { committed: false, reason: 'already_committed', runState: run.state } as const;
-        yield* claims.endTask(run, taskId);
         yield* changes(q.commitTask({ runId, taskId }));
         yield* changes(q.closeCommitted({ at, attempt, runId, taskId }));
         // The run's state afterwards is known without reading it again: this transaction holds its lock.
         if ((yield* first(q.uncommitted({ runId }))) !== undefined) {
-          yield* claims.offer(run);
           return { committed: true, taskState: 'committed', runState: 'running' } as const;
         }
         yield* finishRunIn(run, 'succeeded', undefined);

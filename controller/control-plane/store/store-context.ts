@@ -9,7 +9,8 @@
 // An async store written against Kysely's executor made SQLite's claim 2-3x slower than the store
 // it replaced (a per-step promise, a mutex so lone queries could not run inside a transaction,
 // Kysely's executor): the `store:` rows of `npm run bench -- workflows` compare the two.
-import { sql, type CompiledQuery, type Compilable, type Kysely, type RawBuilder, type Transaction } from 'kysely';
+import { sql, type CompiledQuery, type Compilable, type Kysely, type RawBuilder } from 'kysely';
+import { ControlPlaneError } from '../domain/control-plane-error.js';
 import type { StoreDatabase } from './store-schema.js';
 
 /** What a statement gives back to a script: its rows (RETURNING's included) and how many rows it changed. */
@@ -18,11 +19,8 @@ export interface SqlResult<R> {
   changes: number;
 }
 
-/** Work only the PostgreSQL runner does inside a transaction: pg-boss sending on the transaction's connection. */
-export type SqlEffect = (trx: Transaction<StoreDatabase>) => Promise<unknown>;
-
-/** A script: yields compiled queries (or, on PostgreSQL only, effects) and returns the operation's result. */
-export type Script<T> = Generator<CompiledQuery | SqlEffect, T, unknown>;
+/** A script: yields compiled queries and returns the operation's result. */
+export type Script<T> = Generator<CompiledQuery, T, unknown>;
 
 /** What every part of the store is made with. */
 export interface StoreContext {
@@ -57,11 +55,6 @@ export function* changes(statement: CompiledQuery | Compilable<unknown>): Script
   return ((yield compiled(statement)) as SqlResult<unknown>).changes;
 }
 
-/** Work only PostgreSQL does (see `SqlEffect`); the SQLite runner refuses it. */
-export function* effect<T>(work: (trx: Transaction<StoreDatabase>) => Promise<T>): Script<T> {
-  return (yield work) as T;
-}
-
 /**
  * Serialises the bookkeeping of `key` (an agent's jobs, its schedules, its runs) across controllers
  * for the rest of the transaction: a transaction-scoped advisory lock on PostgreSQL; nothing on
@@ -77,6 +70,24 @@ export function forUpdate<Q extends { forUpdate(): Q }>(context: StoreContext, s
 }
 
 /**
+ * `SELECT ... FOR UPDATE SKIP LOCKED` on PostgreSQL: a row another controller's claim transaction
+ * holds is passed over, not waited for. The query as it is on SQLite (see `lockKey`).
+ */
+export function skipLocked<Q extends { forUpdate(): Q; skipLocked(): Q }>(context: StoreContext, select: Q): Q {
+  return context.dialect === 'postgres' ? select.forUpdate().skipLocked() : select;
+}
+
+/** A list of ids as one parameter, so a statement is prepared once whatever the list's length: a text[] on PostgreSQL, JSON text on SQLite (see `inList`). */
+export function listParameter(context: StoreContext, values: readonly string[]): string | string[] {
+  return context.dialect === 'postgres' ? [...values] : JSON.stringify(values);
+}
+
+/** `column` is one of the list bound as `parameter` (made by `listParameter`): `= ANY($n::text[])` on PostgreSQL, `IN (SELECT value FROM json_each(?))` on SQLite. */
+export function inList(context: StoreContext, column: string, parameter: unknown): RawBuilder<boolean> {
+  return context.dialect === 'postgres' ? sql<boolean>`${sql.ref(column)} = ANY(${parameter}::text[])` : sql<boolean>`${sql.ref(column)} IN (SELECT value FROM json_each(${parameter}))`;
+}
+
+/**
  * The order rows of `workflow_runs` and `workflow_attempts` were inserted in: `seq` on PostgreSQL;
  * on SQLite, whose tables of schema 1 have no `seq`, the rowid (the same order).
  */
@@ -87,26 +98,63 @@ export function insertionOrder(context: StoreContext): RawBuilder<number> {
 const SLOT = '\u0000store-parameter:';
 
 /**
- * A query built and compiled once, then bound to new values on each call: `build` gets a stand-in
- * for each named parameter (a scalar, never a list: `in` takes lists, so a list travels as one JSON
- * parameter or the query is built per call). Building and compiling a Kysely query costs about
- * twice what running it costs on SQLite; the claim and commit paths use this.
+ * A query built and compiled once, then bound to new values on each call. Building and compiling a
+ * Kysely query costs about twice what running it costs on SQLite; the claim and commit paths use
+ * this.
+ *
+ * `build` runs once, with a stand-in for each named parameter (a string that marks where the value
+ * goes), never with the values. So the rule: **a parameter may only be placed in the query as a
+ * value** (`where('c', '=', p.x)`, `set({ c: p.x })`, `${p.x}` inside `sql`), one scalar each (a
+ * list travels as one parameter: see `listParameter`). A builder must not look at a parameter's
+ * value: branch on it (`p.limit > 0 ? ...`), put it in the SQL text (`sql.raw`, `sql.lit`,
+ * `sql.ref`), or make a new value of it (`` `%${p.name}%` ``, `p.n + 1`): the query would be built
+ * for the stand-in, not for the value, and go wrong silently. A query whose shape depends on a value
+ * is built per call, or prepared once per shape (as the ready query is, per limit).
+ *
+ * What can be checked is checked, once, when the query is first built: a stand-in in the SQL text,
+ * a stand-in inside a larger value, or a parameter read but not placed as a value (it was looked at,
+ * not bound) throws; so does binding without a value for a parameter the query uses.
+ * `store-context.test.ts` plants each mistake.
+ *
+ * @throws ControlPlaneError `internal` when `build` breaks the rule above, or a call lacks a parameter.
  */
 export function prepare<P extends object, R>(build: (parameters: P) => Compilable<R>): (parameters: P) => CompiledQuery<R> {
   let template: { compiled: CompiledQuery<R>; slots: Array<keyof P | undefined> } | undefined;
   return (values) => {
-    if (!template) {
-      const names = new Proxy({}, { get: (_, name) => `${SLOT}${String(name)}` }) as P;
-      const built = build(names).compile();
-      const slots = built.parameters.map((value) => (typeof value === 'string' && value.startsWith(SLOT) ? (value.slice(SLOT.length) as keyof P) : undefined));
-      template = { compiled: built, slots };
-    }
+    if (!template) template = compileTemplate(build);
     const { compiled: base, slots } = template;
     const parameters = base.parameters.slice();
     for (let index = 0; index < slots.length; index++) {
       const slot = slots[index];
-      if (slot !== undefined) parameters[index] = values[slot];
+      if (slot === undefined) continue;
+      if (!(slot in values)) throw new ControlPlaneError('internal', `prepared query bound without its parameter "${String(slot)}": ${base.sql}`);
+      parameters[index] = values[slot];
     }
     return { query: base.query, queryId: base.queryId, sql: base.sql, parameters };
   };
+}
+
+function compileTemplate<P extends object, R>(build: (parameters: P) => Compilable<R>): { compiled: CompiledQuery<R>; slots: Array<keyof P | undefined> } {
+  const read = new Set<string>();
+  const names = new Proxy(
+    {},
+    {
+      get: (_, name) => {
+        read.add(String(name));
+        return `${SLOT}${String(name)}`;
+      },
+    },
+  ) as P;
+  const built = build(names).compile();
+  const misuse = (what: string) => new ControlPlaneError('internal', `prepared query misuses a parameter: ${what} (a parameter may only be placed as a value; see prepare()): ${built.sql.replaceAll(SLOT, ':')}`);
+  if (built.sql.includes(SLOT)) throw misuse('a parameter went into the SQL text');
+  const slots = built.parameters.map((value) => {
+    if (typeof value !== 'string' || !value.includes(SLOT)) return undefined;
+    if (!value.startsWith(SLOT) || value.indexOf(SLOT, 1) !== -1) throw misuse(`a parameter was made into a new value (${JSON.stringify(value.replaceAll(SLOT, ':'))})`);
+    return value.slice(SLOT.length) as keyof P;
+  });
+  const placed = new Set(slots.filter((slot) => slot !== undefined).map(String));
+  const unplaced = [...read].filter((name) => !placed.has(name));
+  if (unplaced.length > 0) throw misuse(`"${unplaced.join('", "')}" was read while building but not placed as a value (a builder must not branch on a parameter)`);
+  return { compiled: built, slots };
 }

@@ -33,6 +33,8 @@ export interface WorkflowTasksTable {
   error: string | null;
   claim_owner: ColumnType<string | null, string | null | undefined, string | null>;
   claim_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** When the claim of a running task runs out unless its runner renews it (epoch ms). */
+  claim_until: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export interface WorkflowResultsTable {
@@ -66,6 +68,8 @@ export interface JobsTable {
   schedule_id: string | null;
   attempts: ColumnType<number, number | undefined, number>;
   owner: ColumnType<string | null, string | null | undefined, string | null>;
+  /** When the claim of a running job runs out unless its runner renews it (epoch ms). */
+  claim_until: ColumnType<number | null, number | null | undefined, number | null>;
   created_at: number;
   started_at: number | null;
   finished_at: number | null;
@@ -132,7 +136,5 @@ export interface StoreDatabase {
   tools_runtime_schema_migrations: SchemaMigrationsTable;
 }
 
-/** SQLite's tables: a task's lease runs out at `claim_until` (epoch ms) unless its runner renews it. */
-export interface SqliteDatabase extends StoreDatabase {
-  workflow_tasks: WorkflowTasksTable & { claim_until: ColumnType<number | null, number | null | undefined, number | null> };
-}
+/** SQLite's tables: the same as PostgreSQL's since both keep claims on the rows (schema 6). */
+export type SqliteDatabase = StoreDatabase;

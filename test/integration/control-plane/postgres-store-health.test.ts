@@ -1,6 +1,6 @@
-// Issue 23 item 8: on PostgreSQL, errors the pg pool and pg-boss report as events were swallowed
-// (a lost database showed nowhere), and the cap that ends a task turn before its unrenewable
-// pg-boss claim expires lived in `serve` only. Real PostgreSQL, real gRPC health on 127.0.0.1:0.
+// Issue 23 item 8: on PostgreSQL, errors the pg pool reports as events were swallowed (a lost
+// database showed nowhere). Issue 34: a task turn's claim is a lease its runner renews, so a turn
+// longer than the claim expiry keeps it. Real PostgreSQL, real gRPC health on 127.0.0.1:0.
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -34,7 +34,7 @@ async function until(check: () => boolean | Promise<boolean>, what: string, time
   }
 }
 
-describe('the PostgreSQL store: errors logged, a lost database in the health service, the claim-expiry cap', requirePostgres('the PostgreSQL store health suite'), () => {
+describe('the PostgreSQL store: errors logged, a lost database in the health service, claims kept while turns run', requirePostgres('the PostgreSQL store health suite'), () => {
   let cluster: PostgresCluster;
   let databases = 0;
   const cleanups: Array<() => Promise<unknown>> = [];
@@ -52,31 +52,46 @@ describe('the PostgreSQL store: errors logged, a lost database in the health ser
     return { store, url };
   };
 
-  it('ends a task turn before its pg-boss claim expires, whatever timeout the runner was given', async () => {
-    const { store } = await open({ claimExpirySeconds: 4 });
-    // A task turn that never opens: only the runner's timeout ends it.
-    const openTaskTurn: OpenTaskTurn = ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+  it('keeps a task turn its claim past the claim expiry while its runner lives: another runner never takes it over', async () => {
+    const { store, url } = await open();
+    const other = await openPostgresStore({ url, maxConnections: 4 });
+    cleanups.push(() => other.close());
+    const opened: string[] = [];
+    // A task turn that never opens: it runs until its runner stops it.
+    const openTaskTurn = (name: string): OpenTaskTurn => ({ signal }) => {
+      opened.push(name);
+      return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+    };
     const model = createOpenAIResponsesModel({ model: 'unused', apiKey: 'k', baseURL: 'http://127.0.0.1:9/v1', stream: true, maxRetries: 0 });
-    const runner = new WorkflowRunner({ store, model, openTaskTurn, attemptTimeoutMs: 600_000, pollMs: 100, logger: silentLogger });
-    cleanups.push(() => runner.close());
+    const first = new WorkflowRunner({ store, model, openTaskTurn: openTaskTurn('first'), leaseMs: 2_000, pollMs: 100, logger: silentLogger });
+    cleanups.push(() => first.close());
     const { runId } = await store.workflows.createRun({ agentId: 'agent-1', maxRunningPerAgent: 5, definition: { name: 'slow', maxParallel: 1, tasks: [{ id: 'a', prompt: 'p', resultSchema: schema, dependsOn: [], maxAttempts: 1 }] } });
-    runner.adopt(runId);
-    const run = await runner.waitForRun(runId, { signal: AbortSignal.timeout(20_000) });
-    expect(run?.state).toBe('failed');
-    expect((await store.workflows.listAttempts(runId)).map((a) => [a.attempt, a.outcome, a.error])).toEqual([[1, 'failed', 'the task turn ran longer than 2000 ms']]);
+    first.serveAgents(['agent-1']);
+    await until(() => opened.length === 1, 'the first turn');
+    const second = new WorkflowRunner({ store: other, model, openTaskTurn: openTaskTurn('second'), leaseMs: 2_000, pollMs: 100, logger: silentLogger });
+    cleanups.push(() => second.close());
+    second.serveAgents(['agent-1']);
+    // Three leases long: a claim that expired whatever its runner did would have been taken over by now.
+    await new Promise((resolve) => setTimeout(resolve, 6_000));
+    expect(opened).toEqual(['first']);
+    expect((await store.workflows.listAttempts(runId)).map((a) => [a.attempt, a.outcome ?? 'open'])).toEqual([[1, 'open']]);
+    // The first runner stops: its attempt is handed back uncounted, and the second runs it.
+    await first.close();
+    await until(() => opened.length === 2, 'the second runner to take the task');
+    expect(opened).toEqual(['first', 'second']);
   });
 
-  it("logs the pool's and pg-boss's connection errors as structured lines", async () => {
+  it("logs the pool's connection errors as structured lines", async () => {
     const logger = recordingLogger();
     const { url } = await open({ logger });
-    // Every connection of the store (its pool's idle ones, pg-boss's) is cut, as by a database failover.
+    // Every connection of the store (its pool's idle ones) is cut, as by a database failover.
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     cleanups.push(() => admin.end());
     await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()');
     await until(() => logger.lines.some((line) => line.msg === 'PostgreSQL connection error'), 'a logged connection error');
     const line = logger.lines.find((one) => one.msg === 'PostgreSQL connection error')!;
-    expect(line).toMatchObject({ level: 'error', source: expect.stringMatching(/^(pool|pg-boss)$/), store: expect.stringContaining('127.0.0.1'), error: expect.stringMatching(/terminat/i) });
+    expect(line).toMatchObject({ level: 'error', source: 'pool', store: expect.stringContaining('127.0.0.1'), error: expect.stringMatching(/terminat/i) });
   });
 
   it('a lost database turns the health service NOT_SERVING and is logged', async () => {

@@ -82,7 +82,8 @@ export async function runServe(io: ServeIo): Promise<number> {
       turnOptions,
       logger,
       maxRunningTasks: options.maxRunningTasks,
-      // (On PostgreSQL the runner ends a task turn before its claim expires: the store's claimLifetimeMs.)
+      // Claims are leases on the rows, renewed while a turn runs: a dead controller's work runs elsewhere after this.
+      leaseMs: options.claimExpirySeconds * 1000,
       attemptTimeoutMs: options.taskTimeoutMs,
       ...onTurnEvent,
     });
@@ -91,6 +92,7 @@ export async function runServe(io: ServeIo): Promise<number> {
       jobs: store.jobs,
       agentIds: sidecars.agentIds,
       maxRunningPerAgent: options.maxRunningJobsPerAgent,
+      leaseMs: options.claimExpirySeconds * 1000,
       logger,
       runTurn: sidecarJobTurns({
         clientFor: (agentId) => sidecars.clientFor(agentId),

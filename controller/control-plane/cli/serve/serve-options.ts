@@ -44,8 +44,8 @@ Options:
   --listen ADDR              where to serve (default 127.0.0.1:7400; unix:PATH for a socket only this user can open)
   --data-dir DIR             the store's folder (default ~/.local/state/tools-runtime/controller)
   --database URL             postgres://... : a PostgreSQL store shared with other controllers (default DATABASE_URL; neither: SQLite in --data-dir)
-  --claim-expiry-s N         with PostgreSQL: a job turn or workflow task attempt claimed by a controller that died runs
-                             elsewhere after N s (default 900; the same on every controller, longer than any turn)
+  --claim-expiry-s N         a claim on a job turn or workflow task attempt lasts N s unrenewed (default 60): its controller
+                             renews it while the turn runs, and one that died has its work run elsewhere after N s
   --agents FILE              JSON: {"AGENT_ID": {"address": "HOST:PORT", "tokenFile": "F"} | {"workspace": "DIR"}, ...}
   --token-file FILE          the token every RPC needs ("authorization: Bearer <first line of FILE>"); without it a
                              token is generated at start and written 0600 to DATA_DIR/tokens/control-plane-ADDR.token,
@@ -113,7 +113,7 @@ export function parseServeOptions(argv: string[], env: NodeJS.ProcessEnv): Serve
     listen,
     dataDir: values.get('--data-dir') ?? defaultDataDir(),
     ...databaseOption(values.get('--database'), env),
-    claimExpirySeconds: count(values, '--claim-expiry-s', 900, 1),
+    claimExpirySeconds: count(values, '--claim-expiry-s', 60, 1),
     agentsFile: agentsFile ?? '',
     ...(values.has('--token-file') ? { tokenFile: values.get('--token-file')! } : {}),
     graceMs: count(values, '--grace-ms', 10_000, 0),

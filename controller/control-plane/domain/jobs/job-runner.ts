@@ -23,8 +23,14 @@ export interface JobRunnerOptions {
   runTurn: RunJobTurn;
   /** Jobs of one agent running at once (default 2); more wait queued. */
   maxRunningPerAgent?: number;
-  /** The longest sleep between store checks, so jobs queued or cancelled by another process are seen (default 1 s). */
+  /** The longest sleep between store checks, so jobs queued or cancelled by another process are seen (default 1 s, at most a third of `leaseMs`). */
   pollMs?: number;
+  /**
+   * How long a claim on a job lasts unrenewed (default 30 s). The runner renews its claims at every
+   * poll; a turn whose claim it could not renew in time is aborted before the claim runs out, so
+   * another controller that takes the job over never runs it beside this one.
+   */
+  leaseMs?: number;
   /** This runner's id in the store (default `host:pid:random`, so a runner on this host sees when its process is gone). */
   owner?: string;
   clock?: () => number;
@@ -34,18 +40,37 @@ export interface JobRunnerOptions {
 /** The default cap on one agent's running jobs. */
 export const DEFAULT_MAX_RUNNING_JOBS_PER_AGENT = 2;
 
+/** The default life of a job's claim between renewals. */
+export const DEFAULT_JOB_LEASE_MS = 30_000;
+
+/** One job whose turn runs here. */
+interface RunningJob {
+  controller: AbortController;
+  done: Promise<void>;
+  /** Until when this runner's claim holds for sure (the last renewal's start + the lease). */
+  heldUntil: number;
+  /** Aborts the turn before `heldUntil` unless a renewal moves it. */
+  timer?: NodeJS.Timeout;
+  /** Set when the claim is no longer this runner's for sure: the turn is aborted and records nothing. */
+  lost?: boolean;
+}
+
 /**
  * Runs queued background jobs, each as one text turn, at most `maxRunningPerAgent` per agent. A job
- * is claimed in the store (queued → running) before its turn starts, and its outcome recorded when
- * the turn ends. Cancelling a job in the store (here or from another process) aborts its turn at
- * once (here) or within `pollMs` (another process). `start()` puts jobs left running by a stopped
+ * is claimed in the store (queued → running, with a lease) before its turn starts, the claim renewed
+ * at every poll while it runs, and its outcome recorded when the turn ends. Cancelling a job in the
+ * store (here or from another process) aborts its turn at once (here) or within `pollMs` (another
+ * process). A turn whose claim was taken over, or could not be renewed before it ran out, is aborted
+ * and records nothing: a job never runs twice at once. `start()` puts jobs left running by a stopped
  * or killed controller back in the queue: they run again (at-least-once execution).
  */
 export class JobRunner {
   readonly #options: JobRunnerOptions;
   readonly #clock: () => number;
   readonly #owner: string;
-  readonly #running = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  readonly #running = new Map<string, RunningJob>();
+  readonly #leaseMs: number;
+  readonly #pollMs: number;
   #loop: Promise<void> | undefined;
   #closed = false;
   #wake: (() => void) | undefined;
@@ -54,6 +79,8 @@ export class JobRunner {
     this.#options = options;
     this.#clock = options.clock ?? Date.now;
     this.#owner = options.owner ?? newRunnerOwner();
+    this.#leaseMs = options.leaseMs ?? DEFAULT_JOB_LEASE_MS;
+    this.#pollMs = Math.max(20, Math.min(options.pollMs ?? 1_000, Math.floor(this.#leaseMs / 3)));
   }
 
   /**
@@ -72,6 +99,7 @@ export class JobRunner {
   async #requeueOrphans(): Promise<number> {
     const { jobs, agentIds } = this.#options;
     const gone = deadLocalOwners((await jobs.runningOwners(agentIds)).filter((owner) => owner !== this.#owner));
+    if (gone.length === 0) return 0;
     const resumed = await jobs.requeueRunning({ agentIds, owners: gone });
     if (resumed > 0) this.#options.logger?.info('resuming background jobs a stopped controller left running', { count: resumed });
     return resumed;
@@ -110,12 +138,12 @@ export class JobRunner {
 
   async #run(): Promise<void> {
     const logger = this.#options.logger ?? silentLogger;
-    const pollMs = this.#options.pollMs ?? 1_000;
+    const pollMs = this.#pollMs;
     while (!this.#closed) {
       try {
+        await this.#renewClaims();
         await this.#requeueOrphans();
         await this.#claimAll();
-        await this.#abortCancelledElsewhere();
       } catch (error) {
         logger.error('the job runner could not read the store; retrying', { error: errorMessage(error) });
       }
@@ -135,18 +163,67 @@ export class JobRunner {
   async #claimAll(): Promise<void> {
     const { jobs, agentIds, maxRunningPerAgent = DEFAULT_MAX_RUNNING_JOBS_PER_AGENT } = this.#options;
     while (!this.#closed) {
-      const job = await jobs.claimNext({ agentIds, maxRunningPerAgent, now: this.#clock(), owner: this.#owner });
+      const now = this.#clock();
+      const job = await jobs.claimNext({ agentIds, maxRunningPerAgent, now, owner: this.#owner, leaseMs: this.#leaseMs });
       if (!job) return;
-      const controller = new AbortController();
-      const done = this.#runJob(job, controller).finally(() => {
-        this.#running.delete(job.jobId);
+      // A job claimed again while its earlier turn still winds down here: that turn lost its claim and records nothing.
+      this.#lose(this.#running.get(job.jobId), 'the job was claimed again');
+      const entry: RunningJob = { controller: new AbortController(), done: Promise.resolve(), heldUntil: now + this.#leaseMs };
+      this.#running.set(job.jobId, entry);
+      this.#guard(job.jobId, entry);
+      entry.done = this.#runJob(job, entry).finally(() => {
+        clearTimeout(entry.timer);
+        // Only this turn's own entry: a later claim of the same job has its own.
+        if (this.#running.get(job.jobId) === entry) this.#running.delete(job.jobId);
         this.wake();
       });
-      this.#running.set(job.jobId, { controller, done });
     }
   }
 
-  async #runJob(job: JobRecord, controller: AbortController): Promise<void> {
+  /**
+   * Aborts the turn a margin before its claim would run out unrenewed (a fifth of the lease, at most
+   * 2 s): past that, another controller may take the job over.
+   */
+  #guard(jobId: string, entry: RunningJob): void {
+    clearTimeout(entry.timer);
+    const margin = Math.min(2_000, Math.floor(this.#leaseMs / 5));
+    entry.timer = setTimeout(() => {
+      if (entry.controller.signal.aborted) return;
+      (this.#options.logger ?? silentLogger).warn('a job turn is stopped: its claim could not be renewed before it ran out; another controller runs the job again', { jobId });
+      this.#lose(entry, `the job's claim could not be renewed within its ${this.#leaseMs} ms lease; the turn is stopped so that no other controller runs it at the same time`);
+    }, Math.max(0, entry.heldUntil - margin - this.#clock()));
+    entry.timer.unref?.();
+  }
+
+  /**
+   * Renews the claims of the jobs running here (one statement for all of them) and aborts the turns
+   * whose claim is gone: cancelled or finished elsewhere, or taken over.
+   */
+  async #renewClaims(): Promise<void> {
+    const entries = [...this.#running].filter(([, entry]) => !entry.controller.signal.aborted);
+    if (entries.length === 0) return;
+    const now = this.#clock();
+    const held = new Set(await this.#options.jobs.renewClaims({ owner: this.#owner, jobIds: entries.map(([jobId]) => jobId), leaseMs: this.#leaseMs, now }));
+    for (const [jobId, entry] of entries) {
+      if (held.has(jobId)) {
+        entry.heldUntil = now + this.#leaseMs;
+        this.#guard(jobId, entry);
+        continue;
+      }
+      const job = await this.#options.jobs.get(jobId);
+      if (job?.status === 'running') this.#lose(entry, 'the job was taken over by another controller');
+      else entry.controller.abort(new Error(job?.error || 'the job was cancelled'));
+    }
+  }
+
+  #lose(entry: RunningJob | undefined, reason: string): void {
+    if (!entry || entry.controller.signal.aborted) return;
+    entry.lost = true;
+    entry.controller.abort(new Error(reason));
+  }
+
+  async #runJob(job: JobRecord, entry: RunningJob): Promise<void> {
+    const { controller } = entry;
     const logger = this.#options.logger ?? silentLogger;
     logger.info('job started', { jobId: job.jobId, agentId: job.agentId, attempt: job.attempts });
     let outcome: JobTurnOutcome;
@@ -160,18 +237,16 @@ export class JobRunner {
       logger.info('job interrupted by shutdown; it runs again at the next start', { jobId: job.jobId });
       return;
     }
-    const recorded = await this.#options.jobs.finish(job.jobId, { ...outcome, now: this.#clock() }).catch((error: unknown) => {
+    if (entry.lost) {
+      // The claim is (or may soon be) another runner's: whatever this turn did, it records nothing.
+      logger.warn('job turn stopped: its claim is no longer this runner\'s', { jobId: job.jobId, reason: errorMessage(controller.signal.reason) });
+      return;
+    }
+    const recorded = await this.#options.jobs.finish(job.jobId, { ...outcome, now: this.#clock(), owner: this.#owner }).catch((error: unknown) => {
       logger.error('could not record a job outcome', { jobId: job.jobId, error: errorMessage(error) });
       return false;
     });
     logger.info('job finished', { jobId: job.jobId, status: recorded ? outcome.status : 'cancelled', ...(outcome.error ? { error: outcome.error } : {}) });
-  }
-
-  async #abortCancelledElsewhere(): Promise<void> {
-    for (const [jobId, entry] of this.#running) {
-      const job = await this.#options.jobs.get(jobId);
-      if (job?.status !== 'running') entry.controller.abort(new Error(job?.error || 'the job was cancelled'));
-    }
   }
 }
 

@@ -37,6 +37,8 @@ export interface JobEnding {
   finalText: string;
   error: string;
   now: number;
+  /** The runner that ran the turn: recorded only while it still holds the job's claim (not when another runner took the job over). */
+  owner?: string;
 }
 
 /**
@@ -56,11 +58,19 @@ export interface JobStore {
   list(agentId: string | undefined, limit: number): Promise<JobRecord[]>;
   /**
    * Takes the oldest queued job of one of `agentIds` whose agent runs fewer than
-   * `maxRunningPerAgent` jobs, marks it running for `owner` (attempts + 1) and returns it;
-   * undefined when none.
+   * `maxRunningPerAgent` jobs, marks it running for `owner` (attempts + 1) with a claim that lasts
+   * `leaseMs` from `now` unless renewed, and returns it; undefined when none. A running job whose
+   * claim ran out unrenewed (its runner died on another host) is taken first, as a new attempt. One
+   * indexed query finds it whatever the number of agents; controllers claiming together never take
+   * the same job (SKIP LOCKED on PostgreSQL).
    */
-  claimNext(options: { agentIds: string[]; maxRunningPerAgent: number; now: number; owner: string }): Promise<JobRecord | undefined>;
-  /** Records how a running job's turn ended; false (nothing changed) when it is no longer running. */
+  claimNext(options: { agentIds: string[]; maxRunningPerAgent: number; now: number; owner: string; leaseMs?: number }): Promise<JobRecord | undefined>;
+  /**
+   * Extends `owner`'s claims on `jobIds` to `now + leaseMs` (one statement) and returns the ids it
+   * still holds: a job not returned was cancelled, finished or taken over, and its turn must stop.
+   */
+  renewClaims(input: { owner: string; jobIds: readonly string[]; leaseMs: number; now: number }): Promise<string[]>;
+  /** Records how a running job's turn ended; false (nothing changed) when it is no longer running (or, with `owner`, no longer that runner's). */
   finish(jobId: string, ending: JobEnding): Promise<boolean>;
   /**
    * Cancels a queued or running job and returns it; a finished job is returned unchanged, an

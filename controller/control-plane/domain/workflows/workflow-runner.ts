@@ -51,6 +51,10 @@ interface RunningAttempt {
   abort: AbortController;
   stopReason?: StopReason;
   done: Promise<void>;
+  /** Until when the claim holds for sure (the start of the claim or of its last renewal + the lease). */
+  heldUntil: number;
+  /** Stops the turn before `heldUntil` unless a renewal moves it. */
+  guard?: NodeJS.Timeout;
 }
 
 /** Tries of one commit of a finished turn's result (250 ms, 0.5, 1, 2, 4, 4 s between them: about 12 s). */
@@ -68,8 +72,8 @@ const claimKey = (claim: TaskClaim) => `${claim.runId}\u0000${claim.taskId}\u000
 
 /**
  * Runs workflow task attempts claimed from the store. Work is claimed, not assigned: any runner
- * whose scope covers a run may claim its ready tasks (SQLite: a leased row; PostgreSQL: a pg-boss
- * job), so several controllers share one run and a runner that dies loses only the attempts it
+ * whose scope covers a run may claim its ready tasks (a lease on the task's row, which the runner
+ * renews), so several controllers share one run and a runner that dies loses only the attempts it
  * held. Each attempt is an isolated task turn; a submitted value is validated again against the
  * persisted schema and committed exactly once by the store, which also ends the run (its last
  * commit, or a task that used up its attempts). `close()` aborts running task turns and hands their
@@ -249,13 +253,14 @@ export class WorkflowRunner implements WorkflowRunnerHook {
         this.pumpAgain = false;
         const scope = this.scope();
         while (scope && !this.closed && this.attempts.size < this.maxRunningTasks) {
+          const asked = Date.now();
           const claim = await this.options.store.workflows.claimTask({ ...scope, owner: this.owner, leaseMs: this.leaseMs, takeOverFrom: this.gone });
           if (!claim) break;
           if (this.closed) {
             await this.options.store.workflows.endAttempt({ ...claim, outcome: 'interrupted', error: 'the workflow runner is stopping' });
             break;
           }
-          this.run(claim);
+          this.run(claim, asked + this.leaseMs);
         }
       } while (this.pumpAgain && !this.closed);
     })()
@@ -274,8 +279,13 @@ export class WorkflowRunner implements WorkflowRunnerHook {
       this.gone = deadLocalOwners(await workflows.claimOwners());
       const mine = [...this.attempts.values()];
       if (mine.length > 0) {
+        const renewedAt = Date.now();
         const held = new Set((await workflows.renewClaims({ owner: this.owner, leaseMs: this.leaseMs, claims: mine.map((attempt) => attempt.claim) })).map(claimKey));
         for (const attempt of mine) {
+          if (held.has(claimKey(attempt.claim))) {
+            attempt.heldUntil = renewedAt + this.leaseMs;
+            this.guard(attempt);
+          }
           if (held.has(claimKey(attempt.claim)) || attempt.stopReason) continue;
           // Taken over (its claim lapsed) or its run ended elsewhere: stop the task turn, write nothing.
           this.stop(attempt, 'lost-claim', 'the task attempt is no longer this runner\'s (its run ended, or another runner took it over)');
@@ -291,11 +301,27 @@ export class WorkflowRunner implements WorkflowRunnerHook {
     }
   }
 
-  private run(claim: TaskClaim): void {
+  /**
+   * Stops the attempt's turn a margin before its claim would run out unrenewed (a fifth of the
+   * lease, at most 2 s): past that another runner may take the task over, and two turns of one task
+   * would run at once. It records nothing: the claim is handed on, not failed.
+   */
+  private guard(attempt: RunningAttempt): void {
+    clearTimeout(attempt.guard);
+    const margin = Math.min(2_000, Math.floor(this.leaseMs / 5));
+    attempt.guard = setTimeout(
+      () => this.stop(attempt, 'lost-claim', `the task attempt's claim could not be renewed within its ${this.leaseMs} ms lease; stopped so that no other runner runs it at the same time`),
+      Math.max(0, attempt.heldUntil - margin - Date.now()),
+    );
+    attempt.guard.unref?.();
+  }
+
+  private run(claim: TaskClaim, heldUntil: number): void {
     const abort = new AbortController();
     // The task turn listens on this signal (opening, the model call, its calls).
     setMaxListeners(64, abort.signal);
-    const attempt: RunningAttempt = { claim, abort, done: Promise.resolve() };
+    const attempt: RunningAttempt = { claim, abort, done: Promise.resolve(), heldUntil };
+    this.guard(attempt);
     this.attempts.set(claimKey(claim), attempt);
     this.known.add(claim.runId);
     this.emit({ type: 'task-started', runId: claim.runId, taskId: claim.taskId, attempt: claim.attempt });
@@ -304,6 +330,7 @@ export class WorkflowRunner implements WorkflowRunnerHook {
       .catch((error: unknown) => this.logger.error('a workflow task attempt stopped on an error; its claim lapses for another runner', { ...claim, error: errorMessage(error) }))
       .finally(() => {
         clearTimeout(timeout);
+        clearTimeout(attempt.guard);
         this.attempts.delete(claimKey(claim));
         this.wake(claim.runId);
         this.pump();

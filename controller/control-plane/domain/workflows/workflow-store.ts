@@ -79,7 +79,7 @@ export interface TaskClaim {
   taskId: string;
   agentId: string;
   attempt: number;
-  /** The claim's id in the store's queue (a pg-boss job id on PostgreSQL). */
+  /** The claim's id: which attempt of the task this runner holds (unique per attempt). */
   claimId: string;
 }
 
@@ -107,8 +107,8 @@ export type CommitOutcome = ({ committed: true } | { committed: false; reason: '
  *
  * Work is claimed, not assigned: a task whose dependencies are committed is ready, and any runner
  * may claim its next attempt with `claimTask` (at most `maxParallel` tasks of a run queued or
- * running at once). On SQLite a claim is a row lease the runner renews; on PostgreSQL every attempt
- * is a pg-boss job, fetched with SKIP LOCKED and expired by pg-boss when its runner dies. The store
+ * running at once). On both databases a claim is a lease on the task's row that its runner renews;
+ * one that runs out unrenewed (its runner died) is claimed again by another runner. The store
  * itself ends a run: the commit of its last task makes it `succeeded`, the failure that uses up a
  * task's attempts makes it `failed`, in the same transaction.
  */
@@ -138,9 +138,9 @@ export interface WorkflowStore {
    */
   renewClaims(input: { owner: string; leaseMs: number; claims: readonly TaskClaim[] }): Promise<TaskClaim[]>;
   /**
-   * Set where a claim cannot be renewed (PostgreSQL: a pg-boss job expires this long after it was
-   * claimed, whatever the runner does): how long a claim lasts (ms). A runner ends a task turn
-   * before then, or another runner would take the task over from a live one.
+   * Set by a store whose claims cannot be renewed (none today: both databases renew leases on the
+   * rows): how long a claim lasts (ms). A runner ends a task turn before then, or another runner
+   * would take the task over from a live one.
    */
   readonly claimLifetimeMs?: number;
   /** The runners that hold the claim of some running task (to find the ones that are gone). */

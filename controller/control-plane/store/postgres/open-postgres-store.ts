@@ -1,4 +1,4 @@
-import { Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { errorMessage, silentLogger, type Logger } from '../../../../src/index.js';
 import { ControlPlaneError } from '../../domain/control-plane-error.js';
@@ -9,8 +9,7 @@ import { createSqlScheduleStore } from '../sql-schedule-store.js';
 import { createSqlWorkflowStore } from '../sql-workflow-store.js';
 import type { Script, StoreContext } from '../store-context.js';
 import type { StoreDatabase } from '../store-schema.js';
-import { PgBossClaims } from './pg-boss-claims.js';
-import { pgBossJobClaims, pgBossTaskClaims } from './pg-boss-store-claims.js';
+import { rowTaskClaims } from './row-task-claims.js';
 import { postgresMigrations, type PostgresMigration } from './postgres-migrations.js';
 import { PostgresHealth } from './postgres-health.js';
 
@@ -29,8 +28,8 @@ export interface OpenPostgresStoreOptions {
   /** How long opening may wait for the server (default 15 s). */
   connectTimeoutMs?: number;
   /**
-   * How long a controller's claim on a job turn lives before pg-boss expires it and another
-   * controller may run the job (default 900 s: longer than any turn should take).
+   * How long a job's claim lasts unrenewed when its runner names no lease, before another
+   * controller may run the job (default 900 s). Runners renew their claims while the turn runs.
    */
   claimExpirySeconds?: number;
   /** Where connection errors and a lost or regained database are logged (default: nowhere). */
@@ -92,34 +91,19 @@ export async function openPostgresStore(options: OpenPostgresStoreOptions): Prom
     await db.destroy().catch(() => undefined);
     throw cause instanceof ControlPlaneError ? cause : new ControlPlaneError('unavailable', `cannot open the control-plane store ${location}: ${errorMessage(cause)}`, { cause });
   }
-  let claims: PgBossClaims;
-  try {
-    claims = await PgBossClaims.start({
-      url: options.url,
-      onError: (error) => health.reportError('pg-boss', error),
-      ...(options.claimExpirySeconds ? { expireInSeconds: options.claimExpirySeconds } : {}),
-    });
-  } catch (cause) {
-    health.close();
-    await db.destroy().catch(() => undefined);
-    throw new ControlPlaneError('unavailable', `cannot start pg-boss on ${location}: ${errorMessage(cause)}`, { cause });
-  }
   const context = postgresStoreContext(db, options.now ?? (() => new Date()), options.newId ?? (() => crypto.randomUUID()));
-  const jobClaims = pgBossJobClaims(context, claims);
   let closed = false;
   return {
     location,
-    workflows: createSqlWorkflowStore(context, pgBossTaskClaims(context, claims)),
-    schedules: createSqlScheduleStore(context, jobClaims),
-    jobs: createSqlJobStore(context, jobClaims),
+    workflows: createSqlWorkflowStore(context, rowTaskClaims(context)),
+    schedules: createSqlScheduleStore(context),
+    jobs: createSqlJobStore(context, options.claimExpirySeconds ? { defaultLeaseMs: options.claimExpirySeconds * 1000 } : {}),
     approvals: createSqlApprovalStore(context),
     watchHealth: (listener) => health.watch(listener),
     async close() {
       if (closed) return;
       closed = true;
       health.close();
-      await jobClaims.close().catch(() => undefined);
-      await claims.stop().catch(() => undefined);
       await db.destroy();
     },
   };
@@ -149,22 +133,15 @@ async function migrate(db: Kysely<StoreDatabase>, list: readonly PostgresMigrati
 
 /**
  * The store's scripts on the pool: each step awaited on one transaction's connection (a reading
- * script on whichever connection the pool gives each query). pg-boss's steps run on the
- * transaction's connection too, so a job is queued or ended exactly when the transaction commits.
+ * script on whichever connection the pool gives each query).
  */
 function postgresStoreContext(db: Kysely<StoreDatabase>, now: () => Date, newId: () => string): StoreContext {
   const drive = async <T>(connection: Kysely<StoreDatabase>, script: () => Script<T>): Promise<T> => {
     const steps = script();
     let next = steps.next();
     while (!next.done) {
-      const step = next.value;
-      if (typeof step === 'function') {
-        if (!connection.isTransaction) throw new ControlPlaneError('internal', 'a pg-boss step outside a transaction');
-        next = steps.next(await step(connection as Transaction<StoreDatabase>));
-      } else {
-        const result = await connection.executeQuery(step);
-        next = steps.next({ rows: result.rows, changes: result.numAffectedRows !== undefined ? Number(result.numAffectedRows) : result.rows.length });
-      }
+      const result = await connection.executeQuery(next.value);
+      next = steps.next({ rows: result.rows, changes: result.numAffectedRows !== undefined ? Number(result.numAffectedRows) : result.rows.length });
     }
     return next.value;
   };

@@ -16,7 +16,7 @@ export interface PostgresHealthOptions {
 }
 
 /**
- * The PostgreSQL store's view of its database: connection errors that pg's pool and pg-boss report
+ * The PostgreSQL store's view of its database: connection errors that pg's pool reports
  * as events (an idle connection dropped, maintenance failing) become structured log lines instead of
  * vanishing, and a probe (`SELECT 1`, every few seconds and at once after such an error) tells the
  * health watchers when the database is lost and when it answers again. Without the probe a
@@ -37,8 +37,8 @@ export class PostgresHealth {
     this.#timer.unref();
   }
 
-  /** Logs an `error` event of pg's pool or of pg-boss (`source` says which), then probes the database. */
-  reportError(source: 'pool' | 'pg-boss', error: unknown): void {
+  /** Logs an `error` event of pg's pool (`source` says which), then probes the database. */
+  reportError(source: 'pool', error: unknown): void {
     if (this.#closed) return;
     const code = (error as { code?: unknown } | undefined)?.code;
     this.#options.logger.error('PostgreSQL connection error', { source, store: this.#options.location, error: errorMessage(error), ...(typeof code === 'string' ? { code } : {}) });

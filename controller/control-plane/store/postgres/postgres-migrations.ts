@@ -173,4 +173,45 @@ export const postgresMigrations: readonly PostgresMigration[] = [
       ALTER TABLE workflow_tasks DROP COLUMN claim_until;
     `,
   },
+  {
+    // Claims move from pg-boss (a table per agent's queue) to the store's own rows: a claim is a
+    // lease on the job's or the task's row (owner, claim_until), renewed by its live runner and
+    // found with one indexed SKIP LOCKED query. Work already claimed keeps a lease as long as the
+    // old claim expiry's default (15 min), so a controller of the earlier release still running it
+    // is not overtaken. Pending tasks forget their pg-boss claim: the row is the queue now. Where
+    // pg-boss's schema is there (a database of the earlier release), its queued jobs of this
+    // program are completed, and a trigger completes any that an earlier controller still running
+    // during a rolling upgrade sends or retries later: its rows are claimed by the new controllers,
+    // so no old controller can fetch and run them a second time (docs/postgres-claims.md).
+    version: 6,
+    name: 'claims on the rows',
+    sql: `
+      ALTER TABLE jobs ADD COLUMN claim_until BIGINT;
+      UPDATE jobs SET claim_until = (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT + 900000 WHERE status = 'running';
+      CREATE INDEX jobs_queued ON jobs (seq) WHERE status = 'queued';
+      CREATE INDEX jobs_claims ON jobs (claim_until) WHERE status = 'running';
+      ALTER TABLE workflow_tasks ADD COLUMN claim_until BIGINT;
+      UPDATE workflow_tasks SET claim_until = (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT + 900000 WHERE state = 'running';
+      UPDATE workflow_tasks SET claim_id = NULL WHERE state = 'pending' AND claim_id IS NOT NULL;
+      CREATE INDEX workflow_tasks_pending ON workflow_tasks (run_id, position) WHERE state = 'pending';
+      CREATE INDEX workflow_tasks_claims ON workflow_tasks (claim_until) WHERE state = 'running';
+      CREATE INDEX workflow_runs_running ON workflow_runs (created_at, seq) WHERE state = 'running';
+      CREATE FUNCTION tools_runtime_retire_pgboss_job() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      BEGIN
+        NEW.state := 'completed';
+        RETURN NEW;
+      END
+      $fn$;
+      DO $do$
+      BEGIN
+        IF to_regclass('pgboss.job') IS NOT NULL THEN
+          UPDATE pgboss.job SET state = 'completed', completed_on = now() WHERE name LIKE 'tools-runtime-%' AND state IN ('created', 'retry');
+          CREATE TRIGGER tools_runtime_retire_pgboss_job BEFORE INSERT OR UPDATE OF state ON pgboss.job FOR EACH ROW
+            WHEN (NEW.name LIKE 'tools-runtime-%' AND NEW.state::text IN ('created', 'retry'))
+            EXECUTE FUNCTION tools_runtime_retire_pgboss_job();
+        END IF;
+      END
+      $do$;
+    `,
+  },
 ];

@@ -1,7 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import { changes, first, prepare, rows, type StoreContext } from '../store-context.js';
 import type { SqliteDatabase } from '../store-schema.js';
-import type { JobClaims } from '../sql-job-store.js';
 import { INTERRUPTED_BY_GONE_RUNNER, type TaskClaims, type WorkflowSteps } from '../sql-workflow-store.js';
 
 /** A list as one JSON parameter (read with json_each), so the statement is prepared once whatever its length. */
@@ -49,11 +48,6 @@ export function leaseTaskClaims(context: StoreContext): (steps: WorkflowSteps) =
     ),
   };
   return (steps) => ({
-    async ensureAgents() {},
-    *offer() {},
-    *endTask() {},
-    *endRun() {},
-
     async claimTask(input) {
       if (input.runIds?.length === 0 || input.agentIds?.length === 0) return undefined;
       return context.transaction(function* () {
@@ -95,44 +89,4 @@ export function leaseTaskClaims(context: StoreContext): (steps: WorkflowSteps) =
       });
     },
   });
-}
-
-/**
- * SQLite's job claims: a job is claimed by its row alone (status `running`, its owner), in one
- * IMMEDIATE transaction that picks the oldest queued job of an agent below its running limit.
- */
-export function rowJobClaims(context: StoreContext): JobClaims {
-  const { db } = context;
-  const q = {
-    next: prepare((p: { agentIds: string; maxRunning: number }) =>
-      db
-        .selectFrom('jobs as j')
-        .select('j.job_id')
-        .where('j.status', '=', 'queued')
-        .where(sql<boolean>`j.agent_id IN (SELECT value FROM json_each(${p.agentIds}))`)
-        .where((eb) => eb(eb.selectFrom('jobs as r').select((inner) => inner.fn.countAll<number>().as('n')).whereRef('r.agent_id', '=', 'j.agent_id').where('r.status', '=', 'running'), '<', p.maxRunning))
-        .orderBy('j.seq')
-        .limit(1),
-    ),
-    start: prepare((p: { now: number; owner: string; jobId: string }) =>
-      db
-        .updateTable('jobs')
-        .set((eb) => ({ status: 'running', attempts: eb('attempts', '+', 1), started_at: p.now, owner: p.owner }))
-        .where('job_id', '=', p.jobId)
-        .returningAll(),
-    ),
-  };
-  return {
-    async ensureAgents() {},
-    *queued() {},
-    async claimNext({ agentIds, maxRunningPerAgent, now, owner }) {
-      if (agentIds.length === 0) return undefined;
-      return context.transaction(function* () {
-        const next = yield* first(q.next({ agentIds: JSON.stringify(agentIds), maxRunning: maxRunningPerAgent }));
-        return next ? yield* first(q.start({ now, owner, jobId: next.job_id })) : undefined;
-      });
-    },
-    async finished() {},
-    async close() {},
-  };
 }

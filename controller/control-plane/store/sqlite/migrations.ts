@@ -112,12 +112,26 @@ export const migrations: readonly SqliteMigration[] = [
   {
     // workflow_runs.owner and lease_until were written by no release: a run was never leased, its
     // tasks are (claim_owner, claim_until on workflow_tasks). The same version on PostgreSQL also
-    // drops its workflow_tasks.claim_until, which pg-boss's expiry made redundant.
+    // drops its workflow_tasks.claim_until, which pg-boss's expiry made redundant then (schema 6 brings it back).
     version: 5,
     name: 'drop the unused run lease columns',
     sql: `
       ALTER TABLE workflow_runs DROP COLUMN owner;
       ALTER TABLE workflow_runs DROP COLUMN lease_until;
+    `,
+  },
+  {
+    // A job's claim is a lease on its row, as a task's is: claim_until, renewed by its live runner;
+    // a running job whose lease ran out unrenewed is claimed again. Jobs running now keep a lease of
+    // the old claim expiry's default (15 min). The same version on PostgreSQL moves its claims off
+    // pg-boss onto the rows.
+    version: 6,
+    name: 'claims on the rows',
+    sql: `
+      ALTER TABLE jobs ADD COLUMN claim_until INTEGER;
+      UPDATE jobs SET claim_until = CAST(unixepoch('subsec') * 1000 AS INTEGER) + 900000 WHERE status = 'running';
+      CREATE INDEX jobs_queued ON jobs (seq) WHERE status = 'queued';
+      CREATE INDEX jobs_claims ON jobs (claim_until) WHERE status = 'running';
     `,
   },
 ];

@@ -12,7 +12,7 @@ import { createSqlScheduleStore } from '../sql-schedule-store.js';
 import { createSqlWorkflowStore } from '../sql-workflow-store.js';
 import type { Script, SqlResult, StoreContext } from '../store-context.js';
 import type { StoreDatabase } from '../store-schema.js';
-import { leaseTaskClaims, rowJobClaims } from './lease-claims.js';
+import { leaseTaskClaims } from './lease-claims.js';
 import { migrations, type SqliteMigration } from './migrations.js';
 
 /** The database file's name inside the data dir. */
@@ -42,6 +42,8 @@ export interface OpenSqliteStoreOptions {
   newId?: () => string;
   /** The migrations to apply (default: all of them; tests pass a prefix). */
   migrations?: readonly SqliteMigration[];
+  /** How long a job's claim lasts when its runner names no lease (default 900 s). */
+  claimExpirySeconds?: number;
 }
 
 /**
@@ -74,13 +76,12 @@ export async function openSqliteStore(options: OpenSqliteStoreOptions): Promise<
     throw cause instanceof ControlPlaneError ? cause : new ControlPlaneError('unavailable', `cannot migrate ${location}: ${errorMessage(cause)}`, { cause });
   }
   const context = sqliteStoreContext(db, options.now ?? (() => new Date()), options.newId ?? (() => crypto.randomUUID()));
-  const jobClaims = rowJobClaims(context);
   let closed = false;
   return {
     location,
     workflows: createSqlWorkflowStore(context, leaseTaskClaims(context)),
-    schedules: createSqlScheduleStore(context, jobClaims),
-    jobs: createSqlJobStore(context, jobClaims),
+    schedules: createSqlScheduleStore(context),
+    jobs: createSqlJobStore(context, options.claimExpirySeconds ? { defaultLeaseMs: options.claimExpirySeconds * 1000 } : {}),
     approvals: createSqlApprovalStore(context),
     async close() {
       if (closed) return;
@@ -148,7 +149,6 @@ function sqliteStoreContext(db: Database.Database, now: () => Date, newId: () =>
     const steps = script();
     let next = steps.next();
     while (!next.done) {
-      if (typeof next.value === 'function') throw new ControlPlaneError('internal', 'a PostgreSQL-only step reached the SQLite store');
       next = steps.next(step(next.value));
     }
     return next.value;

@@ -98,7 +98,8 @@ describe('JobRunner over the SQLite store', () => {
     const second = await db.open();
     // A runner of this (live) process does not take a live runner's job...
     const live = await second.jobs.insert({ jobId: 'job_live', agentId: 'agent-a', prompt: 'held', canSpawnJobs: false, createdAt: 1 }, { maxQueuedPerAgent: 10 });
-    await second.jobs.claimNext({ agentIds: ['agent-a'], maxRunningPerAgent: 5, now: 2, owner: `${hostname()}:${process.pid}:alive` });
+    // (Claimed now: a claim is a lease from its time, and one that ran out is taken over.)
+    await second.jobs.claimNext({ agentIds: ['agent-a'], maxRunningPerAgent: 5, now: Date.now(), owner: `${hostname()}:${process.pid}:alive` });
     const again = scriptedTurns();
     const restarted = new JobRunner({ jobs: second.jobs, agentIds: ['agent-a'], runTurn: again.run, pollMs: 50 });
     expect(await restarted.start()).toEqual({ resumed: 1 });

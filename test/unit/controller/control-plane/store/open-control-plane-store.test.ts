@@ -17,7 +17,7 @@ describe('choosing the store', () => {
     expect(() => resolveDatabaseOption(undefined, { DATABASE_URL: '/var/lib/data' })).toThrow(/DATABASE_URL must be a postgres:\/\//);
     expect(() => parseServeOptions(['--agents', 'a.json', '--database', 'sqlite:///x'], {})).toThrow(expect.objectContaining({ code: 'invalid_request' }));
     const options = parseServeOptions(['--agents', 'a.json'], { DATABASE_URL: 'postgres://u:p@h:5432/d' });
-    expect(options).toMatchObject({ database: 'postgres://u:p@h:5432/d', claimExpirySeconds: 900 });
+    expect(options).toMatchObject({ database: 'postgres://u:p@h:5432/d', claimExpirySeconds: 60 });
     expect(() => parseServeOptions(['--agents', 'a.json', '--claim-expiry-s', '0'], {})).toThrow(/--claim-expiry-s must be an integer of at least 1/);
     expect(redactDatabaseUrl('postgres://u:secret@h:5432/d')).toBe('postgres://u:***@h:5432/d');
   });

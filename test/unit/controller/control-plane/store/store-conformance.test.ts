@@ -82,6 +82,26 @@ for (const backend of [sqliteBackend(), postgresBackend('the ControlPlaneStore c
         expect(await store.schedules.listDue(T0 + 3 * minute, 10, ['agent-b'])).toEqual([]);
       });
 
+      // Issue 34: a firing counted its agent's active jobs without the lock that insert and claimNext
+      // take, so two controllers firing two schedules of one agent together both passed the limit.
+      it("counts the agent's active jobs under its lock: two firings of one agent together never pass the limit", async () => {
+        const other = await second();
+        for (let round = 0; round < 8; round++) {
+          const ids: string[] = [];
+          for (const n of [0, 1]) {
+            const { schedule } = await ask(store, 'agent-a', 'createSchedule', { agentId: '', prompt: `r${round}s${n}`, cron: '* * * * *', at: '', timeZone: 'UTC' }, { schedulesAndJobs: { clock: () => T0 } });
+            ids.push(schedule!.scheduleId);
+          }
+          const fired = await Promise.all(
+            ids.map((scheduleId, n) =>
+              (n ? other : store).schedules.claimFiring({ scheduleId, fireAt: T0 + minute, nextFireAt: undefined, missed: 0, now: T0 + minute, jobId: `job_${round}_${n}`, maxActiveJobsPerAgent: round + 1 }),
+            ),
+          );
+          expect(fired.filter(Boolean)).toHaveLength(1);
+          expect((await store.jobs.list('agent-a', 100)).length).toBe(round + 1);
+        }
+      });
+
       it('deletes a schedule and keeps the jobs its firings queued', async () => {
         const { schedule } = await ask(store, 'agent-a', 'createSchedule', { agentId: '', prompt: 'tick', cron: '* * * * *', at: '', timeZone: 'UTC' }, { schedulesAndJobs: { clock: () => T0 } });
         await store.schedules.claimFiring({ scheduleId: schedule!.scheduleId, fireAt: T0 + minute, nextFireAt: T0 + 2 * minute, missed: 0, now: T0 + minute, jobId: 'job_1', maxActiveJobsPerAgent: 20 });
@@ -180,22 +200,63 @@ for (const backend of [sqliteBackend(), postgresBackend('the ControlPlaneStore c
         expect(ids.sort()).toEqual(Array.from({ length: 8 }, (_, i) => `j${i}`).sort());
       });
 
-      // PostgreSQL only: SQLite serves one controller, which requeues at its next start instead.
-      if (backend.name === 'postgres') it('a claim held by a controller that died expires, and another controller runs the job again', async () => {
-        const dying = await suite.second({ claimExpirySeconds: 2 });
+      it('a claim held by a controller that died runs out, and another controller runs the job again; the late runner records nothing', async () => {
+        const dying = await second();
         const survivor = await second();
-        // pg-boss sets a claim's expiry when the job is queued: the fleet shares one setting.
         await dying.jobs.insert(job('j-orphan', 'a'), { maxQueuedPerAgent: 5 });
-        expect(await dying.jobs.claimNext({ agentIds: ['a'], maxRunningPerAgent: 2, now: T0, owner: OWNER })).toMatchObject({ jobId: 'j-orphan', attempts: 1 });
-        // The dying controller never finishes nor closes; its claim is not free before it expires.
-        expect(await survivor.jobs.claimNext({ agentIds: ['a'], maxRunningPerAgent: 2, now: T0, owner: OWNER })).toBeUndefined();
-        const again = await eventually(() => survivor.jobs.claimNext({ agentIds: ['a'], maxRunningPerAgent: 2, now: T0 + 1, owner: OWNER }));
+        expect(await dying.jobs.claimNext({ agentIds: ['a'], maxRunningPerAgent: 2, now: T0, owner: 'dying', leaseMs: 2_000 })).toMatchObject({ jobId: 'j-orphan', attempts: 1 });
+        // The dying controller never renews, finishes nor closes; its claim is not free before it runs out.
+        expect(await survivor.jobs.claimNext({ agentIds: ['a'], maxRunningPerAgent: 2, now: T0 + 1_999, owner: 'survivor' })).toBeUndefined();
+        const again = await survivor.jobs.claimNext({ agentIds: ['a'], maxRunningPerAgent: 2, now: T0 + 2_000, owner: 'survivor', leaseMs: 2_000 });
         expect(again).toMatchObject({ jobId: 'j-orphan', status: 'running', attempts: 2 });
-        expect(await survivor.jobs.finish('j-orphan', { status: 'succeeded', finalText: 'ok', error: '', now: T0 + 2 })).toBe(true);
+        expect(await dying.jobs.renewClaims({ owner: 'dying', jobIds: ['j-orphan'], leaseMs: 2_000, now: T0 + 2_001 })).toEqual([]);
+        expect(await dying.jobs.finish('j-orphan', { status: 'failed', finalText: '', error: 'late', now: T0 + 3, owner: 'dying' })).toBe(false);
+        expect(await survivor.jobs.finish('j-orphan', { status: 'succeeded', finalText: 'ok', error: '', now: T0 + 3, owner: 'survivor' })).toBe(true);
         // Recorded once: the finished job is not claimable again.
-        expect(await store.jobs.claimNext({ agentIds: ['a'], maxRunningPerAgent: 2, now: T0, owner: OWNER })).toBeUndefined();
-        expect(await store.jobs.get('j-orphan')).toMatchObject({ status: 'succeeded', attempts: 2 });
-      }, 60_000);
+        expect(await store.jobs.claimNext({ agentIds: ['a'], maxRunningPerAgent: 2, now: T0 + 60_000, owner: OWNER })).toBeUndefined();
+        expect(await store.jobs.get('j-orphan')).toMatchObject({ status: 'succeeded', attempts: 2, finalText: 'ok' });
+      });
+
+      // Issue 34: on PostgreSQL a pg-boss claim expired whatever its controller did, and the running
+      // row was claimed again beside the live turn. A live runner renews its claim: never claimed again.
+      it('never claims again a running job whose runner renews its claim', async () => {
+        const other = await second();
+        await store.jobs.insert(job('j-live', 'a'), { maxQueuedPerAgent: 5 });
+        expect(await store.jobs.claimNext({ agentIds: ['a'], maxRunningPerAgent: 2, now: T0, owner: 'live', leaseMs: 2_000 })).toMatchObject({ jobId: 'j-live' });
+        for (let at = T0 + 1_000; at <= T0 + 10_000; at += 1_000) {
+          expect(await store.jobs.renewClaims({ owner: 'live', jobIds: ['j-live', 'j-none'], leaseMs: 2_000, now: at })).toEqual(['j-live']);
+          expect(await other.jobs.claimNext({ agentIds: ['a'], maxRunningPerAgent: 2, now: at + 1_500, owner: 'other' })).toBeUndefined();
+        }
+        expect(await store.jobs.get('j-live')).toMatchObject({ status: 'running', attempts: 1 });
+        // A cancelled job is no longer held: its runner learns it at the next renewal.
+        await other.jobs.cancel('j-live', 'stop', T0 + 11_000);
+        expect(await store.jobs.renewClaims({ owner: 'live', jobIds: ['j-live'], leaseMs: 2_000, now: T0 + 11_000 })).toEqual([]);
+      });
+
+      it('keeps the per-agent running limit when controllers claim together', async () => {
+        const other = await second();
+        for (let i = 0; i < 6; i++) await store.jobs.insert(job(`j${i}`, 'a'), { maxQueuedPerAgent: 10 });
+        const claims = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 ? other : store).jobs.claimNext({ agentIds: ['a'], maxRunningPerAgent: 2, now: T0, owner: `r${i}` })));
+        expect(claims.filter(Boolean)).toHaveLength(2);
+      });
+
+      it("claims a lone agent's job within one round of claims, however many jobs another agent queued", async () => {
+        for (let i = 0; i < 200; i++) await store.jobs.insert(job(`flood-${i}`, 'flood'), { maxQueuedPerAgent: 1_000 });
+        await store.jobs.insert(job('lone', 'lone'), { maxQueuedPerAgent: 5 });
+        const agentIds = ['flood', 'lone'];
+        // One round: claims until none is left to claim, as the job runner does at each poll.
+        const round: string[] = [];
+        for (let claimed; (claimed = await store.jobs.claimNext({ agentIds, maxRunningPerAgent: 2, now: T0, owner: OWNER })); ) round.push(claimed.jobId);
+        expect(round).toEqual(['flood-0', 'flood-1', 'lone']);
+      });
+
+      it('claims for thousands of agents in one query and makes nothing per agent', async () => {
+        const agentIds = Array.from({ length: 5_000 }, (_, i) => `agent-${i}`);
+        expect(await store.jobs.claimNext({ agentIds, maxRunningPerAgent: 2, now: T0, owner: OWNER })).toBeUndefined();
+        await store.jobs.insert(job('late', 'agent-4999'), { maxQueuedPerAgent: 5 });
+        expect(await store.jobs.claimNext({ agentIds, maxRunningPerAgent: 2, now: T0, owner: OWNER })).toMatchObject({ jobId: 'late' });
+        expect(await store.jobs.runningOwners(agentIds)).toEqual([OWNER]);
+      });
 
       it("keeps one agent's schedules and jobs invisible and untouchable to another, and bounds them per agent", async () => {
         const { schedule } = await ask(store, 'agent-a', 'createSchedule', { agentId: '', prompt: 'p', cron: '0 9 * * *', at: '', timeZone: 'UTC' });
