@@ -137,7 +137,7 @@ module.exports = {
         'What differs per database (the runner, the claims, the migrations) lives in store/sqlite/ or store/postgres/, and those two never import each other.',
       severity: 'error',
       from: { path: '^controller/control-plane/store/([^/]+\\.ts)$', pathNot: '^controller/control-plane/store/open-control-plane-store\\.ts$' },
-      to: { path: ['^controller/control-plane/store/(sqlite|postgres)/', '^node_modules/(better-sqlite3|pg|pg-boss)/'] },
+      to: { path: ['^controller/control-plane/store/(sqlite|postgres)/', '^node_modules/(better-sqlite3|pg)/'] },
     },
     {
       name: 'store-dialects-apart',
