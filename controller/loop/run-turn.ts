@@ -226,7 +226,7 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutcome> {
       results[index] = settled(call, result);
       const done = results[index]!;
       return record({
-        kind: 'call_result', callIndex: index, callId: call.call_id, output: done.output, label: result.completedLabel, terminateTurn: done.terminateTurn,
+        kind: 'call_result', callIndex: index, callId: call.call_id, name: call.name, output: done.output, label: result.completedLabel, terminateTurn: done.terminateTurn,
         ...(done.error ? { error: done.error } : {}), ...(done.details !== undefined ? { details: done.details } : {}),
       });
     };

@@ -23,6 +23,7 @@ export type TurnRecord =
       kind: 'call_result';
       callIndex: number;
       callId: string;
+      name: string;
       output: ResponseItem;
       label: string;
       terminateTurn: boolean;
@@ -121,4 +122,34 @@ export function replayJournal(records: readonly TurnRecord[]): { input: Response
   if (open && open.results.size < callsOf(open.response.output).length) return { input, pending: open, modelCalls };
   flush();
   return { input, modelCalls };
+}
+
+/** How a turn of the journal ended, as `runTurn` would have said it. */
+export interface EndedTurn {
+  status: TurnStatus;
+  finalText: string;
+  error?: string;
+  modelCalls: number;
+  terminatedBy?: { name: string; details: unknown };
+}
+
+/** The `turnIndex`-th turn of the journal that ended (0 the first), or undefined when it has not. */
+export function endedTurnAt(records: readonly TurnRecord[], turnIndex: number): EndedTurn | undefined {
+  let seen = 0;
+  let terminatedBy: EndedTurn['terminatedBy'];
+  for (const record of records) {
+    if (record.kind === 'call_result' && record.terminateTurn && !record.error) terminatedBy = { name: record.name, details: record.details };
+    if (record.kind !== 'turn_end') continue;
+    if (seen++ === turnIndex) {
+      return {
+        status: record.status,
+        finalText: record.finalText,
+        modelCalls: record.modelCalls,
+        ...(record.error ? { error: record.error } : {}),
+        ...(record.status === 'terminated' && terminatedBy ? { terminatedBy } : {}),
+      };
+    }
+    terminatedBy = undefined;
+  }
+  return undefined;
 }

@@ -18,7 +18,7 @@ for (const backend of [sqliteBackend(), postgresBackend('the turn journal confor
       const call = { type: 'function_call', call_id: 'c1', name: 'write_file', arguments: '{"path":"a"}' };
       await journal.append({ kind: 'model_response', id: 'resp_1', output: [call], usage: { input_tokens: 3, output_tokens: 4 } });
       await journal.append({ kind: 'call_intent', callIndex: 0, callId: 'c1', name: 'write_file', rerun: false });
-      await journal.append({ kind: 'call_result', callIndex: 0, callId: 'c1', output: { type: 'function_call_output', call_id: 'c1', output: 'wrote a' }, label: 'Wrote a', terminateTurn: true, details: { accepted: true } });
+      await journal.append({ kind: 'call_result', callIndex: 0, callId: 'c1', name: 'write_file', output: { type: 'function_call_output', call_id: 'c1', output: 'wrote a' }, label: 'Wrote a', terminateTurn: true, details: { accepted: true } });
       await journal.append({ kind: 'turn_end', status: 'terminated', finalText: 'done', modelCalls: 1 });
       const store = await suite.reopen();
       const again = await openStoreTurnJournal(store.turns, { journalId: 'job:j1', kind: 'job', agentId: 'agent-a', title: 'ignored' });
@@ -30,7 +30,7 @@ for (const backend of [sqliteBackend(), postgresBackend('the turn journal confor
     it('stores an item once however often it is referenced: 50 results of the same 100 kB output take about 100 kB', async () => {
       const journal = await openStoreTurnJournal(suite.store.turns, { journalId: 'job:j2', kind: 'job', agentId: 'agent-a', title: 't' });
       for (let index = 0; index < 50; index++) {
-        await journal.append({ kind: 'call_result', callIndex: 0, callId: `c${index}`, output: { type: 'function_call_output', call_id: 'same', output: big }, label: '', terminateTurn: false });
+        await journal.append({ kind: 'call_result', callIndex: 0, callId: `c${index}`, name: 'read_file', output: { type: 'function_call_output', call_id: 'same', output: big }, label: '', terminateTurn: false });
       }
       const size = await suite.store.turns.size('job:j2');
       expect(size.items).toBe(1);
