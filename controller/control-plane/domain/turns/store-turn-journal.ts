@@ -75,20 +75,28 @@ export async function openStoreTurnJournal(
   const opened = await store.open({ journalId: input.journalId, kind: input.kind, agentId: input.agentId, title: input.title, now: now() });
   const records = opened.entries.map((entry) => toRecord(entry, input.journalId));
   let seq = opened.header.entries;
+  // Parallel calls settle together: appends go one after the other, each at the sequence the one
+  // before it left (two at once would both claim the same number and the second would be refused).
+  let tail: Promise<unknown> = Promise.resolve();
+  const write = async (record: TurnRecord) => {
+    const ended = record.kind === 'turn_end';
+    await store.append({
+      journalId: input.journalId,
+      fromSeq: seq,
+      entries: [toEntry(record)],
+      now: now(),
+      ...(ended ? { lastStatus: record.status, turnEnded: true } : record.kind === 'input' ? { lastStatus: 'running' } : {}),
+    });
+    seq++;
+    records.push(record);
+  };
   return {
     journalId: input.journalId,
     records,
-    async append(record) {
-      const ended = record.kind === 'turn_end';
-      await store.append({
-        journalId: input.journalId,
-        fromSeq: seq,
-        entries: [toEntry(record)],
-        now: now(),
-        ...(ended ? { lastStatus: record.status, turnEnded: true } : record.kind === 'input' ? { lastStatus: 'running' } : {}),
-      });
-      seq++;
-      records.push(record);
+    append(record) {
+      const appended = tail.then(() => write(record));
+      tail = appended.catch(() => {});
+      return appended;
     },
   };
 }

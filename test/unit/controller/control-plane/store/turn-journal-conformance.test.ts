@@ -38,6 +38,17 @@ for (const backend of [sqliteBackend(), postgresBackend('the turn journal confor
       expect(size.entryBytes).toBeLessThan(50 * 300);
     });
 
+    it('keeps every record of calls that settle at once (parallel results), in the order they were appended', async () => {
+      const journal = await openStoreTurnJournal(suite.store.turns, { journalId: 'job:par', kind: 'job', agentId: 'agent-a', title: 't' });
+      await Promise.all(
+        Array.from({ length: 8 }, (_, index) =>
+          journal.append({ kind: 'call_result', callIndex: index, callId: `c${index}`, name: 'read_file', output: { type: 'function_call_output', call_id: `c${index}`, output: String(index) }, label: '', terminateTurn: false }),
+        ),
+      );
+      const read = await openStoreTurnJournal(suite.store.turns, { journalId: 'job:par', kind: 'job', agentId: 'agent-a', title: 't' });
+      expect(read.records.map((record) => (record.kind === 'call_result' ? record.callId : ''))).toEqual(['c0', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7']);
+    });
+
     it('refuses a second writer that appends at a sequence it did not see, and a foreign id', async () => {
       const first = await openStoreTurnJournal(suite.store.turns, { journalId: 'job:j3', kind: 'job', agentId: 'agent-a', title: 't' });
       const other = await suite.second();

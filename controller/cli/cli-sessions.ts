@@ -1,0 +1,101 @@
+/**
+ * npm start's conversations: `--session NAME` keeps the conversation in the control-plane store (the
+ * turn journal `session:NAME`), so the next `--session NAME --prompt ...` continues it and a run cut
+ * short (Ctrl-C, a crash) resumes; `--sessions` lists them. Flags are taken out of argv here, apart
+ * from the other options.
+ */
+import { ToolRuntimeError } from '../../src/errors.js';
+import type { ControlPlaneStore } from '../control-plane/domain/control-plane-store.js';
+import { openStoreTurnJournal, sessionJournalId, type StoreTurnJournal } from '../control-plane/domain/turns/store-turn-journal.js';
+import type { JournalHeader } from '../control-plane/domain/turns/turn-journal-store.js';
+import { openTurnStart, type TurnRecord } from '../loop/turn-journal.js';
+
+/** What the session flags ask for. */
+export interface SessionFlags {
+  /** `--session NAME`: the conversation to continue (created when new). */
+  session?: string;
+  /** `--sessions`: list the conversations and exit. */
+  list: boolean;
+  /** Whether `--prompt` was given (a session without one resumes its interrupted turn). */
+  prompted: boolean;
+}
+
+/** The `--help` lines of the session flags. */
+export const SESSION_USAGE = `  --session NAME          keep the conversation in the control-plane store under NAME: the next
+                          run with --session NAME continues it (the model gets the whole history);
+                          without --prompt, a run cut short (Ctrl-C, a crash) resumes where it stopped
+  --sessions              list the stored conversations (name, turns, last status, first message)`;
+
+/** A session name: what `--session` accepts. */
+const SESSION_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+
+/**
+ * Takes `--session NAME` / `--session=NAME` and `--sessions` out of `argv`.
+ *
+ * @throws ToolRuntimeError `invalid_request` for a missing or malformed name, naming the rule.
+ */
+export function takeSessionFlags(argv: string[]): { argv: string[]; flags: SessionFlags } {
+  const rest: string[] = [];
+  const flags: SessionFlags = { list: false, prompted: false };
+  for (let index = 0; index < argv.length; index += 1) {
+    const arg = argv[index]!;
+    if (arg === '--sessions') flags.list = true;
+    else if (arg === '--session' || arg.startsWith('--session=')) {
+      const name = arg.startsWith('--session=') ? arg.slice('--session='.length) : argv[++index];
+      if (!name || name.startsWith('-')) throw new ToolRuntimeError('invalid_request', '--session needs a name, e.g. --session fix-tests');
+      if (!SESSION_NAME.test(name)) {
+        throw new ToolRuntimeError('invalid_request', `--session "${name.slice(0, 40)}" is not a session name: use 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit`);
+      }
+      flags.session = name;
+    } else {
+      if (arg === '--prompt' || arg.startsWith('--prompt=')) flags.prompted = true;
+      rest.push(arg);
+    }
+  }
+  if (flags.list && flags.session) throw new ToolRuntimeError('invalid_request', '--sessions lists the sessions: give it without --session');
+  return { argv: rest, flags };
+}
+
+/** The `--sessions` listing: one line per session, newest first. */
+export function formatSessions(headers: JournalHeader[]): string {
+  if (headers.length === 0) return 'No sessions yet: start one with npm start -- --session NAME --prompt "..."\n';
+  const rows = headers.map((header) => [
+    header.journalId.slice('session:'.length),
+    header.agentId,
+    String(header.turns),
+    header.lastStatus === 'running' ? 'interrupted (resume: --session NAME)' : header.lastStatus || 'new',
+    new Date(header.updatedAt).toISOString().replace('T', ' ').slice(0, 19),
+    header.title.replace(/\s+/g, ' ').slice(0, 60),
+  ]);
+  const all = [['SESSION', 'AGENT', 'TURNS', 'LAST', 'UPDATED (UTC)', 'FIRST MESSAGE'], ...rows];
+  const widths = all[0]!.map((_, column) => Math.max(...all.map((row) => row[column]!.length)));
+  return all.map((row) => row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!))).join('  ')).join('\n') + '\n';
+}
+
+/** A session's journal, and what this run does with it. */
+export interface OpenedSession {
+  journal: StoreTurnJournal;
+  /** The session's last turn was cut short: this run resumes it first. */
+  interrupted: boolean;
+  /** Turns that ended so far. */
+  turns: number;
+}
+
+/**
+ * Opens the session `name` of `agentId` in the store.
+ *
+ * @throws ControlPlaneError `permission_denied` for a session of another agent (or an id that is
+ *   not a session); `internal` for a journal that cannot be read back (damaged, or written by a newer
+ *   controller); ToolRuntimeError `invalid_request` when there is nothing to do (no prompt and
+ *   nothing to resume).
+ */
+export async function openSession(store: ControlPlaneStore, name: string, agentId: string, prompt: string, prompted: boolean): Promise<OpenedSession> {
+  const journal = await openStoreTurnJournal(store.turns, { journalId: sessionJournalId(name), kind: 'session', agentId, title: prompt });
+  const records: readonly TurnRecord[] = journal.records;
+  const interrupted = openTurnStart(records) < records.length;
+  const turns = records.filter((record) => record.kind === 'turn_end').length;
+  if (!interrupted && !prompted && records.length > 0) {
+    throw new ToolRuntimeError('invalid_request', `session "${name}" has nothing to resume (its ${turns} turn${turns === 1 ? '' : 's'} ended): continue it with --prompt "..."`);
+  }
+  return { journal, interrupted, turns };
+}
