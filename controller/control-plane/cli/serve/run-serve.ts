@@ -1,4 +1,5 @@
 import { createJsonLogger, errorMessage, type Logger } from '../../../../src/index.js';
+import { stopAtFromEnv } from '../../../loop/turn-step-seam.js';
 import type { ControlReply, ControlRequest } from '../../../../src/gen/toolruntime/v1/control_plane.js';
 import { startEmbeddedModel, EMBEDDED_MODEL_NAME } from '../../../model/embedded-model.js';
 import { createOpenAIResponsesModel } from '../../../model/openai-responses-model.js';
@@ -71,7 +72,9 @@ export async function runServe(io: ServeIo): Promise<number> {
     cleanups.push(() => sidecars.close());
     const model = await createModel(options, cleanups);
 
-    const turnOptions = { toolSearch: options.model.toolSearch, flattenNamespaces: options.model.flattenNamespaces, maxModelCalls: options.model.maxModelCalls };
+    // The kill tests' seam (turn-step-seam.ts): absent unless TOOLS_RUNTIME_TEST_STOP_AT is set.
+    const stopAt = stopAtFromEnv(process.env, (line) => process.stderr.write(line));
+    const turnOptions = { toolSearch: options.model.toolSearch, flattenNamespaces: options.model.flattenNamespaces, maxModelCalls: options.model.maxModelCalls, ...(stopAt ? { stopAt } : {}) };
     const feed = consoleFlags ? new TurnFeed() : undefined;
     const onTurnEvent = feed ? { onTurnEvent: feed.record.bind(feed) } : {};
     const workflowRunner = new WorkflowRunner({
