@@ -18,6 +18,7 @@ const suites: Array<[string, () => Promise<{ run: BenchSuite }>]> = [
   ['sandbox', () => import('./suites/sandbox.js')],
   ['sessions', () => import('./suites/sessions.js')],
   ['mcp', () => import('./suites/mcp.js')],
+  ['journal', () => import('./suites/journal.js')],
 ];
 
 function format(value: number): string {
