@@ -8,6 +8,7 @@ import { ToolRuntimeError } from '../../src/errors.js';
 import type { ControlPlaneStore } from '../control-plane/domain/control-plane-store.js';
 import { openStoreTurnJournal, sessionJournalId, type StoreTurnJournal } from '../control-plane/domain/turns/store-turn-journal.js';
 import type { JournalHeader } from '../control-plane/domain/turns/turn-journal-store.js';
+import { checkSessionName } from '../control-plane/domain/turns/session-name.js';
 import { openTurnStart, type TurnRecord } from '../loop/turn-journal.js';
 
 /** What the session flags ask for. */
@@ -26,8 +27,6 @@ export const SESSION_USAGE = `  --session NAME          keep the conversation in
                           without --prompt, a run cut short (Ctrl-C, a crash) resumes where it stopped
   --sessions              list the stored conversations (name, turns, last status, first message)`;
 
-/** A session name: what `--session` accepts. */
-const SESSION_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 
 /**
  * Takes `--session NAME` / `--session=NAME` and `--sessions` out of `argv`.
@@ -43,10 +42,7 @@ export function takeSessionFlags(argv: string[]): { argv: string[]; flags: Sessi
     else if (arg === '--session' || arg.startsWith('--session=')) {
       const name = arg.startsWith('--session=') ? arg.slice('--session='.length) : argv[++index];
       if (!name || name.startsWith('-')) throw new ToolRuntimeError('invalid_request', '--session needs a name, e.g. --session fix-tests');
-      if (!SESSION_NAME.test(name)) {
-        throw new ToolRuntimeError('invalid_request', `--session "${name.slice(0, 40)}" is not a session name: use 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit`);
-      }
-      flags.session = name;
+      flags.session = checkSessionName(name, '--session');
     } else {
       if (arg === '--prompt' || arg.startsWith('--prompt=')) flags.prompted = true;
       rest.push(arg);

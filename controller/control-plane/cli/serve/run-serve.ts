@@ -1,4 +1,6 @@
 import { createJsonLogger, errorMessage, type Logger } from '../../../../src/index.js';
+import { sidecarSessionTurns } from './sidecar-session-turns.js';
+import { createSessionOperations } from '../../grpc/session-operations.js';
 import { stopAtFromEnv } from '../../../loop/turn-step-seam.js';
 import type { ControlReply, ControlRequest } from '../../../../src/gen/toolruntime/v1/control_plane.js';
 import { startEmbeddedModel, EMBEDDED_MODEL_NAME } from '../../../model/embedded-model.js';
@@ -125,9 +127,13 @@ export async function runServe(io: ServeIo): Promise<number> {
       }
       return answerControlRequest({ store, request, hooks });
     };
+    // ContinueSession's turns (sidecar-session-turns.ts): stopped before the store closes; cut short, they resume later.
+    const sessionTurns = sidecarSessionTurns({ clientFor: (agentId) => sidecars.clientFor(agentId), model, store, hooks: () => hooks, turnOptions, logger });
+    cleanups.push(() => sessionTurns.close());
     const server = createControlPlaneServer({
       answer,
       approvals: createApprovalOperations(store.approvals),
+      sessions: createSessionOperations({ turns: store.turns, agentIds: sidecars.agentIds, runner: sessionTurns }),
       token,
       ...(store.watchHealth ? { watchStoreHealth: store.watchHealth.bind(store) } : {}),
       logger,
