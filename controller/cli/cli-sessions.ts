@@ -9,6 +9,7 @@ import type { ControlPlaneStore } from '../control-plane/domain/control-plane-st
 import { openStoreTurnJournal, sessionJournalId, type StoreTurnJournal } from '../control-plane/domain/turns/store-turn-journal.js';
 import type { JournalHeader } from '../control-plane/domain/turns/turn-journal-store.js';
 import { checkSessionName } from '../control-plane/domain/turns/session-name.js';
+import type { TurnEvent } from '../loop/turn-events.js';
 import { openTurnStart, type TurnRecord } from '../loop/turn-journal.js';
 
 /** What the session flags ask for. */
@@ -94,4 +95,45 @@ export async function openSession(store: ControlPlaneStore, name: string, agentI
     throw new ToolRuntimeError('invalid_request', `session "${name}" has nothing to resume (its ${turns} turn${turns === 1 ? '' : 's'} ended): continue it with --prompt "..."`);
   }
   return { journal, interrupted, turns };
+}
+
+/** One ended turn of a session, as the console's feed shows a turn. */
+export interface SessionHistoryTurn {
+  /** 1 for the first turn. */
+  number: number;
+  /** The turn's message, for the console's label. */
+  prompt: string;
+  events: TurnEvent[];
+}
+
+/**
+ * A session's ended turns as the typed events a live turn emits (turn started, each model response,
+ * each call's completion with its output, turn finished), so the console shows the session's history
+ * beside the turn that runs now.
+ */
+export function sessionHistoryEvents(name: string, records: readonly TurnRecord[]): SessionHistoryTurn[] {
+  const turns: SessionHistoryTurn[] = [];
+  let events: TurnEvent[] = [];
+  let prompt = '';
+  let iteration = 0;
+  for (const record of records) {
+    if (record.kind === 'input') {
+      const text = record.items.map((item) => (Array.isArray(item.content) ? (item.content as Array<{ text?: string }>).map((part) => part.text ?? '').join('') : '')).join('\n');
+      prompt = text;
+      iteration = 0;
+      events = [{ type: 'turn-started', turnId: `session:${name}#${turns.length + 1}`, model: 'from the journal', tools: 0, deferredTools: 0 }];
+    } else if (record.kind === 'model_response') {
+      iteration++;
+      const calls = record.output.filter((item) => item.type === 'function_call').length;
+      events.push({ type: 'model-response', iteration, responseId: record.id, ...(record.usage ? { usage: record.usage } : {}), functionCalls: calls, outputItems: record.output.length });
+    } else if (record.kind === 'call_result') {
+      const output = typeof record.output.output === 'string' ? record.output.output : JSON.stringify(record.output.output);
+      events.push({ type: 'activity-completed', callId: record.callId, name: record.name, label: record.label || record.name, durationMs: 0, ...(record.error ? { error: record.error } : {}), output: output.slice(0, 4_000) });
+    } else if (record.kind === 'turn_end') {
+      events.push({ type: 'turn-finished', status: record.status, finalText: record.finalText, modelCalls: record.modelCalls, ...(record.error ? { error: record.error } : {}) });
+      turns.push({ number: turns.length + 1, prompt, events });
+      events = [];
+    }
+  }
+  return turns;
 }

@@ -15,7 +15,7 @@ import { CONSOLE_USAGE, takeConsoleFlags, type ConsoleFlags } from '../console/c
 import { createTurnControlPlane } from '../control-plane/cli/turn-control-plane.js';
 import { renderRunnerEvent } from '../control-plane/cli/workflow-run-command.js';
 import { startControllerTelemetry } from '../telemetry/controller-telemetry.js';
-import { formatSessions, openSession, SESSION_USAGE, takeSessionFlags, type SessionFlags } from './cli-sessions.js';
+import { formatSessions, openSession, SESSION_USAGE, sessionHistoryEvents, takeSessionFlags, type SessionFlags } from './cli-sessions.js';
 import { openControlPlaneStore } from '../control-plane/store/open-control-plane-store.js';
 import { stopAtFromEnv } from '../loop/turn-step-seam.js';
 
@@ -125,6 +125,11 @@ async function runOneTurn(
     const started = await startCliConsole({ flags: consoleRun.flags, agentId: options.agentId, sidecarAddress: address, ...(token ? { sidecarToken: token } : {}), dataDir: options.dataDir, ...(options.database ? { database: options.database } : {}) });
     consoleRun.console = started;
     cleanups.push(() => started.close());
+    // A session's ended turns go to the page first, as turns of their own: the console shows its history.
+    for (const past of session ? sessionHistoryEvents(sessionFlags.session!, session.journal.records) : []) {
+      const feed = started.onEvent({ turnId: `session:${sessionFlags.session}#${past.number}`, agentId: options.agentId, label: `${sessionFlags.session} #${past.number}: ${past.prompt.slice(0, 100)}` }, () => {});
+      for (const event of past.events) feed(event);
+    }
     onEvent = started.onEvent({ turnId, agentId: options.agentId, label: options.prompt.slice(0, 120) }, onEvent);
     started.onCancel(turnId, () => cancelled.abort(new Error('cancelled from the console')));
     // The one line that carries the token (as Jupyter prints its URL); later mentions show the bare URL.
