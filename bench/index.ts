@@ -19,6 +19,7 @@ const suites: Array<[string, () => Promise<{ run: BenchSuite }>]> = [
   ['files', () => import('./suites/files.js')],
   ['sessions', () => import('./suites/sessions.js')],
   ['mcp', () => import('./suites/mcp.js')],
+  ['journal', () => import('./suites/journal.js')],
 ];
 
 function format(value: number): string {

@@ -15,6 +15,9 @@ import { CONSOLE_USAGE, takeConsoleFlags, type ConsoleFlags } from '../console/c
 import { createTurnControlPlane } from '../control-plane/cli/turn-control-plane.js';
 import { renderRunnerEvent } from '../control-plane/cli/workflow-run-command.js';
 import { startControllerTelemetry } from '../telemetry/controller-telemetry.js';
+import { formatSessions, openSession, SESSION_USAGE, sessionHistoryEvents, takeSessionFlags, type SessionFlags } from './cli-sessions.js';
+import { openControlPlaneStore } from '../control-plane/store/open-control-plane-store.js';
+import { stopAtFromEnv } from '../loop/turn-step-seam.js';
 
 export type { CliIo } from './cli-io.js';
 
@@ -31,10 +34,14 @@ export async function runCli(io: CliIo): Promise<number> {
   let options: CliOptions;
   // The web console (controller/console/): `--console [ADDR]` serves this turn's view until Ctrl-C.
   const consoleRun: { flags?: ConsoleFlags; console?: CliConsole } = {};
+  let sessionFlags: SessionFlags;
   try {
     const taken = takeConsoleFlags(io.argv);
     if (taken.console) consoleRun.flags = taken.console;
-    options = parseCliOptions(taken.argv, io.env);
+    // --session / --sessions (cli-sessions.ts): taken out before the other flags are parsed.
+    const sessions = takeSessionFlags(taken.argv);
+    sessionFlags = sessions.flags;
+    options = parseCliOptions(sessions.argv, io.env);
   } catch (error) {
     await io.earlySidecar?.close();
     // One line and where the options are: the 40 lines of --help would bury it.
@@ -43,9 +50,10 @@ export async function runCli(io: CliIo): Promise<number> {
   }
   if (options.help) {
     await io.earlySidecar?.close();
-    io.stdout.write(`${USAGE}\n\nThe web console (controller/console/):\n${CONSOLE_USAGE}\n`);
+    io.stdout.write(`${USAGE}\n\nConversations kept in the store (docs/reliability.md):\n${SESSION_USAGE}\n\nThe web console (controller/console/):\n${CONSOLE_USAGE}\n`);
     return 0;
   }
+  if (sessionFlags.list) return listSessions(options, io);
   const cleanups: Array<() => Promise<void>> = [];
   const early = io.earlySidecar;
   if (early) cleanups.push(() => early.close());
@@ -57,7 +65,7 @@ export async function runCli(io: CliIo): Promise<number> {
     const telemetry = await startControllerTelemetry({ env: io.env, ...(options.metricsListen !== undefined ? { metricsListen: options.metricsListen } : {}) });
     if (telemetry) cleanups.push(() => telemetry.shutdown());
     if (telemetry?.metricsUrl) progress(`▶ metrics at ${telemetry.metricsUrl}`);
-    const outcome = await runOneTurn(options, io, cleanups, progress, consoleRun);
+    const outcome = await runOneTurn(options, io, cleanups, progress, consoleRun, sessionFlags);
     const succeeded = outcome.status === 'completed' || outcome.status === 'terminated';
     if (succeeded) io.stdout.write(`${outcome.finalText}\n`);
     else {
@@ -85,8 +93,11 @@ async function runOneTurn(
   cleanups: Array<() => Promise<void>>,
   progress: (line: string) => void,
   consoleRun: { flags?: ConsoleFlags; console?: CliConsole } = {},
+  sessionFlags: SessionFlags = { list: false, prompted: false },
 ): Promise<TurnOutcome> {
   const { signal } = io;
+  // A session's journal is opened before anything starts: a foreign or damaged one fails at once.
+  const session = sessionFlags.session ? await openCliSession(options, sessionFlags, sessionFlags.session, cleanups, progress) : undefined;
   // The model (the SDK's load, the embedded server) starts while the sidecar starts: start-up is on the path.
   const starting = createCliModel(options, cleanups, signal);
   starting.catch(() => {}); // awaited below; a failure surfaces there
@@ -114,6 +125,11 @@ async function runOneTurn(
     const started = await startCliConsole({ flags: consoleRun.flags, agentId: options.agentId, sidecarAddress: address, ...(token ? { sidecarToken: token } : {}), dataDir: options.dataDir, ...(options.database ? { database: options.database } : {}) });
     consoleRun.console = started;
     cleanups.push(() => started.close());
+    // A session's ended turns go to the page first, as turns of their own: the console shows its history.
+    for (const past of session ? sessionHistoryEvents(sessionFlags.session!, session.journal.records) : []) {
+      const feed = started.onEvent({ turnId: `session:${sessionFlags.session}#${past.number}`, agentId: options.agentId, label: `${sessionFlags.session} #${past.number}: ${past.prompt.slice(0, 100)}` }, () => {});
+      for (const event of past.events) feed(event);
+    }
     onEvent = started.onEvent({ turnId, agentId: options.agentId, label: options.prompt.slice(0, 120) }, onEvent);
     started.onCancel(turnId, () => cancelled.abort(new Error('cancelled from the console')));
     // The one line that carries the token (as Jupyter prints its URL); later mentions show the bare URL.
@@ -153,22 +169,58 @@ async function runOneTurn(
     { signal: turnSignal, onClientRequest: controlPlane.onClientRequest, ...(approve ? { approve } : {}) },
   );
   try {
-    return await runTurn({
-      model,
-      turn,
-      prompt: options.prompt,
-      toolSearch: options.toolSearch,
-      nativeTools: options.nativeTools,
-      flattenNamespaces: options.flattenNamespaces,
-      maxModelCalls: options.maxModelCalls,
-      signal: turnSignal,
-      onEvent,
-      turnId,
-    });
+    const run = () =>
+      runTurn({
+        model,
+        turn,
+        prompt: options.prompt,
+        toolSearch: options.toolSearch,
+        nativeTools: options.nativeTools,
+        flattenNamespaces: options.flattenNamespaces,
+        maxModelCalls: options.maxModelCalls,
+        signal: turnSignal,
+        onEvent,
+        turnId,
+        ...(session ? { journal: session.journal } : {}),
+        ...(session && io.env.TOOLS_RUNTIME_TEST_STOP_AT ? { stopAt: stopAtFromEnv(io.env, (line) => io.stderr.write(line))! } : {}),
+      });
+    // A session cut short finishes its turn first; a new prompt then continues after it.
+    const first = await run();
+    const resumedOnly = session?.interrupted && !sessionFlags.prompted;
+    if (!session?.interrupted || resumedOnly || (first.status !== 'completed' && first.status !== 'terminated')) return first;
+    return await run();
   } finally {
     if (turnSignal.aborted) turn.abort();
     else await turn.close({ timeoutMs: 5_000 });
     io.onTurnEnded?.();
     await controlPlane.reportStartedRuns(signal, progress);
   }
+}
+
+/** `--sessions`: the stored conversations, newest first. */
+async function listSessions(options: CliOptions, io: CliIo): Promise<number> {
+  await io.earlySidecar?.close();
+  try {
+    const store = await openControlPlaneStore({ dataDir: options.dataDir, ...(options.database ? { database: options.database } : {}) });
+    try {
+      io.stdout.write(formatSessions(await store.turns.list({ kind: 'session', limit: 200 })));
+    } finally {
+      await store.close();
+    }
+    return 0;
+  } catch (error) {
+    io.stderr.write(`error: ${errorMessage(error).split('\n')[0]}\n`);
+    return 1;
+  }
+}
+
+/** Opens `--session NAME`'s journal in the store (closed with the run) and says what this run does with it. */
+async function openCliSession(options: CliOptions, flags: SessionFlags, name: string, cleanups: Array<() => Promise<void>>, progress: (line: string) => void) {
+  const store = await openControlPlaneStore({ dataDir: options.dataDir, ...(options.database ? { database: options.database } : {}) });
+  cleanups.push(() => store.close());
+  const session = await openSession(store, name, options.agentId, options.prompt, flags.prompted);
+  if (session.interrupted) progress(`▶ session ${name}: its last turn was cut short; resuming it from the journal`);
+  else if (session.turns > 0) progress(`▶ session ${name}: continuing after ${session.turns} turn${session.turns === 1 ? '' : 's'}`);
+  else progress(`▶ session ${name}: new, kept in ${store.location}`);
+  return session;
 }

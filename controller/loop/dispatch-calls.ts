@@ -19,6 +19,14 @@ export interface DispatchCallsOptions {
   emit: (event: TurnEvent) => void;
   /** Each call's deadline in ms (0 or absent: the sidecar's default). */
   callDeadlineMs?: number;
+  /**
+   * Awaited before a call goes to the sidecar, with its position in `calls` (the turn's journal
+   * records the call's intent there). When it throws, the call is not sent and gets a
+   * `journal_failed` error result.
+   */
+  beforeSend?: (position: number, resolved: ResolvedCall) => Promise<void>;
+  /** Awaited with each result before the call counts as settled (the journal records it there). */
+  onResult?: (position: number, result: CallResult) => Promise<void>;
 }
 
 function localResult(callId: string, text: string, label: string, error?: { code: string; message: string }): CallResult {
@@ -55,7 +63,12 @@ export async function dispatchCalls(options: DispatchCallsOptions): Promise<Disp
     wake?.();
   };
 
-  const start = (call: FunctionCallItem, resolved: ResolvedCall): Promise<CallResult> => {
+  const start = (call: FunctionCallItem, resolved: ResolvedCall, position: number): Promise<CallResult> => {
+    const settled = send(call, resolved, position);
+    const onResult = options.onResult;
+    return onResult ? settled.then(async (result) => (await onResult(position, result), result)) : settled;
+  };
+  const send = (call: FunctionCallItem, resolved: ResolvedCall, position: number): Promise<CallResult> => {
     if (resolved.kind === 'client-search') {
       const answer = catalog.search(call.arguments);
       const label = `Searched tools: loaded ${answer.loaded.length}`;
@@ -73,6 +86,21 @@ export async function dispatchCalls(options: DispatchCallsOptions): Promise<Disp
       return Promise.resolve(result);
     }
     atSidecar++;
+    const beforeSend = options.beforeSend;
+    if (beforeSend) {
+      // Recorded before it is sent: a runner that dies after this knows the call may have run.
+      return beforeSend(position, resolved).then(
+        () => sendToSidecar(call, resolved),
+        (error: unknown) => {
+          release();
+          const message = `This call to ${call.name} was not run: its intent could not be journaled (${error instanceof Error ? error.message : String(error)}).`;
+          return localResult(call.call_id, message, `Not run ${call.name}: journal failed`, { code: 'journal_failed', message });
+        },
+      );
+    }
+    return sendToSidecar(call, resolved);
+  };
+  const sendToSidecar = (call: FunctionCallItem, resolved: Extract<ResolvedCall, { kind: 'sidecar' }>): Promise<CallResult> => {
     const handle = turn.call(
       {
         callId: call.call_id,
@@ -109,19 +137,19 @@ export async function dispatchCalls(options: DispatchCallsOptions): Promise<Disp
     })();
   };
 
-  for (const call of options.calls) {
+  for (const [position, call] of options.calls.entries()) {
     const resolved = catalog.resolve(call);
     const sequential = resolved.kind === 'sidecar' && resolved.tool?.executionMode === 'sequential';
     // Parallel calls under the limit start in the same tick, as before the limit was known.
     if (resolved.kind === 'sidecar' && atSidecar >= limit) await place();
     if (sequential) {
       await Promise.all(inFlight);
-      const result = start(call, resolved);
+      const result = start(call, resolved, position);
       results.push(result);
       await result;
       inFlight = [];
     } else {
-      const result = start(call, resolved);
+      const result = start(call, resolved, position);
       results.push(result);
       inFlight.push(result);
     }

@@ -100,15 +100,17 @@ export function callsOfResponse(response: ModelResponse, plan: NativeToolPlan): 
     const commands = Array.isArray(action.commands) ? action.commands.filter((command): command is string => typeof command === 'string') : [];
     const timeout = typeof action.timeout_ms === 'number' && action.timeout_ms >= 1 ? Math.min(Math.floor(action.timeout_ms), 60 * 60_000) : undefined;
     const base = { type: 'function_call' as const, name: tool?.name ?? 'shell', status };
-    if (!tool || commands.length === 0) {
-      const why = !tool ? 'shell is not offered in this turn: use the tools you were given' : 'the shell_call has no commands';
-      calls.push({ call: { ...base, call_id: callId, arguments: '{}' }, native: { item, kind: 'shell', index: 0 }, refused: refusal(callId, why) });
+    if (commands.length === 0) {
+      calls.push({ call: { ...base, call_id: callId, arguments: '{}' }, native: { item, kind: 'shell', index: 0 }, refused: refusal(callId, 'the shell_call has no commands') });
       continue;
     }
+    // One sidecar call per command (so a journal's call indexes never depend on the tools offered);
+    // the ids stay unique within the turn.
     commands.forEach((command, index) => {
-      // One sidecar call per command; the ids stay unique within the turn.
+      const id = commands.length === 1 ? callId : `${callId}#${index + 1}`;
       const args = JSON.stringify({ command, ...(timeout ? { timeout_ms: timeout } : {}) });
-      calls.push({ call: { ...base, call_id: commands.length === 1 ? callId : `${callId}#${index + 1}`, arguments: args }, native: { item, kind: 'shell', index } });
+      const refused = tool ? undefined : refusal(id, 'shell is not offered in this turn: use the tools you were given');
+      calls.push({ call: { ...base, call_id: id, arguments: args }, native: { item, kind: 'shell', index }, ...(refused ? { refused } : {}) });
     });
   }
   return calls;
@@ -168,37 +170,49 @@ function shellEntry(result: CallResult, streams: CommandStreams | undefined, max
 }
 
 /**
- * The output items of one response's calls, one per call item, in the items' order: a
- * `function_call_output` per function call, an `apply_patch_call_output` per patch (`failed` with
- * the reason when the patch did not apply), a `shell_call_output` per shell call with one entry per
- * command. `results` holds one result per call of `calls`, in the same order.
+ * The output piece of one call, as the loop records it (and journals it): a `function_call_output`
+ * for a function call, the `apply_patch_call_output` for a patch (`failed` with the reason when it
+ * did not apply), and for each command of a shell call a `shell_call_output` holding that command's
+ * one entry; `mergeNativePieces` joins a shell call's pieces into its one output item.
+ */
+export function outputPieceOf(loopCall: LoopCall, result: CallResult, streams?: (callId: string) => CommandStreams | undefined): ResponseItem {
+  const native = loopCall.native;
+  if (!native) return { type: 'function_call_output', call_id: loopCall.call.call_id, output: toFunctionOutput(result.content) };
+  if (native.kind === 'apply_patch') {
+    const text = result.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
+    return { type: 'apply_patch_call_output', call_id: native.item.call_id, status: result.error ? 'failed' : 'completed', output: text };
+  }
+  const action = isJSONObject(native.item.action) ? native.item.action : {};
+  const max = typeof action.max_output_length === 'number' && action.max_output_length > 0 ? action.max_output_length : DEFAULT_STREAM_CHARS;
+  return {
+    type: 'shell_call_output',
+    call_id: native.item.call_id,
+    max_output_length: typeof action.max_output_length === 'number' ? action.max_output_length : null,
+    output: [shellEntry(result, streams?.(loopCall.call.call_id), max)],
+    status: 'completed',
+  };
+}
+
+/**
+ * The output items the model reads, from the pieces of one response's calls in call order: the
+ * pieces of one shell call (adjacent, with its call id) become one `shell_call_output` with an entry
+ * per command; everything else is as it is.
+ */
+export function mergeNativePieces(pieces: readonly ResponseItem[]): ResponseItem[] {
+  const items: ResponseItem[] = [];
+  for (const piece of pieces) {
+    const last = items.at(-1);
+    if (piece.type === 'shell_call_output' && last?.type === 'shell_call_output' && last.call_id === piece.call_id && Array.isArray(last.output) && Array.isArray(piece.output)) {
+      items[items.length - 1] = { ...last, output: [...last.output, ...piece.output] };
+    } else items.push(piece);
+  }
+  return items;
+}
+
+/**
+ * The output items of one response's calls, one per call item, in the items' order (see
+ * `outputPieceOf` and `mergeNativePieces`). `results` holds one result per call, in the same order.
  */
 export function outputItemsOf(calls: readonly LoopCall[], results: readonly CallResult[], streams?: (callId: string) => CommandStreams | undefined): ResponseItem[] {
-  const items: ResponseItem[] = [];
-  let shell: { item: ResponseItem; entries: Array<Record<string, unknown>> } | undefined;
-  const flushShell = () => {
-    if (!shell) return;
-    const action = isJSONObject(shell.item.action) ? shell.item.action : {};
-    const max = typeof action.max_output_length === 'number' ? action.max_output_length : null;
-    items.push({ type: 'shell_call_output', call_id: shell.item.call_id, max_output_length: max, output: shell.entries, status: 'completed' });
-    shell = undefined;
-  };
-  calls.forEach((loopCall, position) => {
-    const result = results[position] as CallResult;
-    const native = loopCall.native;
-    if (!native || native.kind !== 'shell' || (shell && shell.item !== native.item)) flushShell();
-    if (!native) {
-      items.push({ type: 'function_call_output', call_id: loopCall.call.call_id, output: toFunctionOutput(result.content) });
-    } else if (native.kind === 'apply_patch') {
-      const text = result.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
-      items.push({ type: 'apply_patch_call_output', call_id: native.item.call_id, status: result.error ? 'failed' : 'completed', output: text });
-    } else {
-      shell ??= { item: native.item, entries: [] };
-      const action = isJSONObject(native.item.action) ? native.item.action : {};
-      const max = typeof action.max_output_length === 'number' && action.max_output_length > 0 ? action.max_output_length : DEFAULT_STREAM_CHARS;
-      shell.entries.push(shellEntry(result, streams?.(loopCall.call.call_id), max));
-    }
-  });
-  flushShell();
-  return items;
+  return mergeNativePieces(calls.map((call, index) => outputPieceOf(call, results[index] as CallResult, streams)));
 }

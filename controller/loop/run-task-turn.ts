@@ -7,7 +7,8 @@
 import { isJSONObject } from '../../src/index.js';
 import type { ResponseItem } from '../model/responses-model.js';
 import type { CallHandle, CallRequest, CallResult, ToolTurn } from '../sidecar-client/sidecar-types.js';
-import { runTurn, type RunTurnOptions } from './run-turn.js';
+import { runTurn, type RunTurnOptions, type TurnOutcome } from './run-turn.js';
+import { endedTurnAt } from './turn-journal.js';
 import type { TurnStatus } from './turn-events.js';
 
 /** The tool that ends a task turn. */
@@ -46,6 +47,9 @@ export type RunTaskTurnOptions = Omit<RunTurnOptions, 'baseInstructions'> & { ba
  * Runs one task turn to its submission. Never throws: an aborted signal, a model error or a dead
  * sidecar are a `failed` outcome with the loop's status (`aborted`, ...), and so is prose after the
  * repair instruction (`turnStatus: 'completed'`).
+ *
+ * With a `journal`, the turn and its repair are its first and second turns: a part that ended there
+ * is read back (an accepted submission from its recorded details), an open one resumes.
  */
 export async function runTaskTurn(options: RunTaskTurnOptions): Promise<TaskTurnOutcome> {
   let accepted: { result: unknown } | undefined;
@@ -78,7 +82,16 @@ export async function runTaskTurn(options: RunTaskTurnOptions): Promise<TaskTurn
   };
   const maxModelCalls = options.maxModelCalls ?? 50;
   const base = { ...options, turn, baseInstructions: options.baseInstructions ?? TASK_BASE_INSTRUCTIONS };
-  let outcome = await runTurn({ ...base, maxModelCalls });
+  const journal = options.journal;
+  /** The journal's `index`-th turn when it ended there; else the turn run (or resumed) now. */
+  const part = async (index: number, run: () => Promise<TurnOutcome>) => {
+    const ended = journal ? endedTurnAt(journal.records, index) : undefined;
+    const outcome: Pick<TurnOutcome, 'status' | 'modelCalls' | 'error' | 'terminatedBy'> & { input?: ResponseItem[] } = ended ?? (await run());
+    const by = outcome.terminatedBy;
+    if (by?.name === SUBMIT_RESULT_TOOL && isJSONObject(by.details) && by.details.accepted === true && 'result' in by.details) accepted ??= { result: by.details.result };
+    return outcome;
+  };
+  let outcome = await part(0, () => runTurn({ ...base, maxModelCalls }));
   let modelCalls = outcome.modelCalls;
   let repaired = false;
   const submitted = () =>
@@ -87,8 +100,11 @@ export async function runTaskTurn(options: RunTaskTurnOptions): Promise<TaskTurn
   if (outcome.status === 'terminated') return submitted() ?? failed('terminated', 'a tool ended the turn without an accepted submit_result');
   if (outcome.status === 'completed' && modelCalls < maxModelCalls) {
     repaired = true;
-    const input: ResponseItem[] = [...outcome.input, { type: 'message', role: 'user', content: [{ type: 'input_text', text: REPAIR_INSTRUCTION }] }];
-    outcome = await runTurn({ ...base, prompt: input, maxModelCalls: maxModelCalls - modelCalls });
+    const repair: ResponseItem = { type: 'message', role: 'user', content: [{ type: 'input_text', text: REPAIR_INSTRUCTION }] };
+    // With a journal the loop starts the next turn after the journal's history itself.
+    const input: ResponseItem[] = journal ? [repair] : [...(outcome.input ?? []), repair];
+    const remaining = maxModelCalls - modelCalls;
+    outcome = await part(1, () => runTurn({ ...base, prompt: input, maxModelCalls: remaining }));
     modelCalls += outcome.modelCalls;
     if (outcome.status === 'terminated') return submitted() ?? failed('terminated', 'a tool ended the turn without an accepted submit_result');
   }

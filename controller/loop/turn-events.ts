@@ -17,11 +17,21 @@ export type TurnStatus =
   /** The provider reported the response `failed` or `cancelled`; `error` says why. */
   | 'model_failed'
   /** The sidecar died or became unreachable. */
-  | 'sidecar_unavailable';
+  | 'sidecar_unavailable'
+  /** The turn's journal could not be written (the store is down, or another runner took the turn over). */
+  | 'journal_failed';
 
 /** The typed event stream of one turn (rendered as progress lines, or written as JSON lines). */
 export type TurnEvent =
-  | { type: 'turn-started'; turnId: string; model: string; tools: number; deferredTools: number }
+  | {
+      type: 'turn-started';
+      turnId: string;
+      model: string;
+      tools: number;
+      deferredTools: number;
+      /** Set when the turn resumes from its journal: what the journal already held. */
+      resumed?: { modelCalls: number; callResults: number; rerun: number; interrupted: number };
+    }
   | { type: 'model-request'; iteration: number; inputItems: number; tools: number }
   | {
       type: 'model-response';

@@ -1,5 +1,6 @@
 import type { ApprovalStore } from './approvals/approval-store.js';
 import type { JobStore } from './jobs/job-store.js';
+import type { TurnJournalStore } from './turns/turn-journal-store.js';
 import type { ScheduleStore } from './schedules/schedule-store.js';
 import type { WorkflowStore } from './workflows/workflow-store.js';
 
@@ -20,6 +21,8 @@ export interface ControlPlaneStore {
   readonly schedules: ScheduleStore;
   readonly jobs: JobStore;
   readonly approvals: ApprovalStore;
+  /** Turn journals: what a job turn, a task attempt or a session did, so it resumes after a crash. */
+  readonly turns: TurnJournalStore;
   /** Where the store lives, for logs (a file path, a redacted URL). */
   readonly location: string;
   /**

@@ -1,4 +1,5 @@
 import { chmod } from 'node:fs/promises';
+import type { SessionOperations } from './session-operations.js';
 import * as grpc from '@grpc/grpc-js';
 import { errorMessage, ToolRuntimeError, type Logger } from '../../../src/index.js';
 import {
@@ -72,6 +73,8 @@ const statusOfControlCode: Record<string, grpc.status> = {
 export function createControlPlaneServer(options: {
   answer: AnswerOperatorRequest;
   approvals?: ApprovalOperations;
+  /** Sessions (turn journals of conversations), when the controller runs them (otherwise those RPCs are UNIMPLEMENTED). */
+  sessions?: SessionOperations;
   /** The bearer token every RPC needs (`--token-file`'s, or one `serve` generated). */
   token: string;
   logger: Logger;
@@ -121,6 +124,10 @@ export function createControlPlaneServer(options: {
   const approvalsMissing = (callback: grpc.sendUnaryData<never>) =>
     callback({ code: grpc.status.UNIMPLEMENTED, details: 'this controller keeps no stored approvals' });
 
+  const sessionCall = <T>(callback: grpc.sendUnaryData<T>, work: (sessions: SessionOperations) => Promise<T>) => {
+    if (!options.sessions) return callback({ code: grpc.status.UNIMPLEMENTED, details: 'this controller runs no sessions' });
+    work(options.sessions).then((value) => callback(null, value), (error: unknown) => callback(approvalError(error)));
+  };
   const implementation: ControlPlaneServiceServer = {
     startWorkflow: rpc('startWorkflow'),
     showWorkflow: rpc('showWorkflow'),
@@ -141,6 +148,9 @@ export function createControlPlaneServer(options: {
       if (!options.approvals) return approvalsMissing(callback as grpc.sendUnaryData<never>);
       options.approvals.decide(call.request).then((value) => callback(null, value), (error: unknown) => callback(approvalError(error)));
     },
+    listSessions: (call, callback) => sessionCall(callback, (sessions) => sessions.list(call.request)),
+    showSession: (call, callback) => sessionCall(callback, (sessions) => sessions.show(call.request)),
+    continueSession: (call, callback) => sessionCall(callback, (sessions) => sessions.continue(call.request)),
   };
   server.addService(ControlPlaneServiceService, implementation);
   const health = createSidecarHealth({ '': 'SERVING', [SERVICE_NAME]: 'SERVING' });

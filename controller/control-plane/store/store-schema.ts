@@ -117,6 +117,36 @@ export interface ApprovalsTable {
   decided_at: number | null;
 }
 
+/** A turn journal's header (schema 7): one row per job turn, task, or session. */
+export interface TurnJournalsTable {
+  journal_id: string;
+  kind: 'job' | 'task' | 'session';
+  agent_id: string;
+  title: string;
+  entries: number;
+  turns: number;
+  last_status: string;
+  created_at: number;
+  updated_at: number;
+}
+
+/** One journal entry: small JSON metadata inline, its items by hash (a JSON array of hashes). */
+export interface TurnJournalEntriesTable {
+  journal_id: string;
+  seq: number;
+  kind: string;
+  data_json: string;
+  items_json: string;
+  created_at: number;
+}
+
+/** Journal items by content: the hash of `body` (SHA-256, base64url), stored once across journals. */
+export interface TurnItemsTable {
+  hash: string;
+  body: string;
+  bytes: number;
+}
+
 export interface SchemaMigrationsTable {
   version: number;
   name: string;
@@ -133,6 +163,9 @@ export interface StoreDatabase {
   schedules: SchedulesTable;
   schedule_firings: ScheduleFiringsTable;
   approvals: ApprovalsTable;
+  turn_journals: TurnJournalsTable;
+  turn_journal_entries: TurnJournalEntriesTable;
+  turn_items: TurnItemsTable;
   tools_runtime_schema_migrations: SchemaMigrationsTable;
 }
 

@@ -1,4 +1,7 @@
 import { createJsonLogger, errorMessage, type Logger } from '../../../../src/index.js';
+import { sidecarSessionTurns } from './sidecar-session-turns.js';
+import { createSessionOperations } from '../../grpc/session-operations.js';
+import { stopAtFromEnv } from '../../../loop/turn-step-seam.js';
 import type { ControlReply, ControlRequest } from '../../../../src/gen/toolruntime/v1/control_plane.js';
 import { startEmbeddedModel, EMBEDDED_MODEL_NAME } from '../../../model/embedded-model.js';
 import { createOpenAIResponsesModel } from '../../../model/openai-responses-model.js';
@@ -72,7 +75,9 @@ export async function runServe(io: ServeIo): Promise<number> {
     cleanups.push(() => sidecars.close());
     const model = await createModel(options, cleanups);
 
-    const turnOptions = { toolSearch: options.model.toolSearch, flattenNamespaces: options.model.flattenNamespaces, maxModelCalls: options.model.maxModelCalls };
+    // The kill tests' seam (turn-step-seam.ts): absent unless TOOLS_RUNTIME_TEST_STOP_AT is set.
+    const stopAt = stopAtFromEnv(process.env, (line) => process.stderr.write(line));
+    const turnOptions = { toolSearch: options.model.toolSearch, flattenNamespaces: options.model.flattenNamespaces, maxModelCalls: options.model.maxModelCalls, ...(stopAt ? { stopAt } : {}) };
     const feed = consoleFlags ? new TurnFeed() : undefined;
     const onTurnEvent = feed ? { onTurnEvent: feed.record.bind(feed) } : {};
     const workflowRunner = new WorkflowRunner({
@@ -125,9 +130,13 @@ export async function runServe(io: ServeIo): Promise<number> {
       }
       return answerControlRequest({ store, request, hooks });
     };
+    // ContinueSession's turns (sidecar-session-turns.ts): stopped before the store closes; cut short, they resume later.
+    const sessionTurns = sidecarSessionTurns({ clientFor: (agentId) => sidecars.clientFor(agentId), model, store, hooks: () => hooks, turnOptions, logger });
+    cleanups.push(() => sessionTurns.close());
     const server = createControlPlaneServer({
       answer,
       approvals: createApprovalOperations(store.approvals),
+      sessions: createSessionOperations({ turns: store.turns, agentIds: sidecars.agentIds, runner: sessionTurns }),
       token,
       ...(store.watchHealth ? { watchStoreHealth: store.watchHealth.bind(store) } : {}),
       logger,

@@ -8,8 +8,10 @@ import type { ResponsesModel } from '../../../model/responses-model.js';
 import type { SidecarClient } from '../../../sidecar-client/create-sidecar-client.js';
 import type { ApprovalPolicyInput, ClientRequestHandler } from '../../../sidecar-client/sidecar-types.js';
 import { createStoredApprover } from '../../domain/approvals/stored-approver.js';
+import { jobJournalId, openStoreTurnJournal } from '../../domain/turns/store-turn-journal.js';
+import { endedTurn } from '../../../loop/turn-journal.js';
 import { answerControlRequest, type ControlHooks } from '../../grpc/answer-control-request.js';
-import type { RunJobTurn } from '../../domain/jobs/job-runner.js';
+import type { JobTurnOutcome, RunJobTurn } from '../../domain/jobs/job-runner.js';
 import type { ControlPlaneStore } from '../../domain/control-plane-store.js';
 
 /** Options of `sidecarJobTurns`. */
@@ -23,7 +25,7 @@ export interface SidecarJobTurnsOptions {
   hooks: () => ControlHooks;
   /** Calls that wait for an operator's decision, stored in `store.approvals`; none when absent. */
   approvals?: { policy: ApprovalPolicyInput; expiresAfterMs: number };
-  turnOptions?: Pick<RunTurnOptions, 'toolSearch' | 'flattenNamespaces' | 'maxModelCalls' | 'callDeadlineMs'>;
+  turnOptions?: Pick<RunTurnOptions, 'toolSearch' | 'flattenNamespaces' | 'maxModelCalls' | 'callDeadlineMs' | 'idempotentTools' | 'stopAt'>;
   /** The longest a job's turn may run (default 30 minutes); then it is aborted and the job fails. */
   maxTurnMs?: number;
   logger?: Logger;
@@ -39,13 +41,20 @@ export const DEFAULT_MAX_JOB_TURN_MS = 30 * 60_000;
  * job tools). With `approvals`, the calls its policy names wait for an operator's decision, stored as
  * pending approvals (expiring as denied). The signal, or `maxTurnMs`, aborts the model request and
  * every call in flight; a turn that does not complete is a failed job with the reason.
+ *
+ * The turn is journaled in `store.turns` under the job's id (`job:ID`): a job claimed again after its
+ * controller died resumes its turn there (docs/reliability.md), and a job whose turn had ended before
+ * its outcome was recorded gets that outcome without a model call.
  */
 export function sidecarJobTurns(options: SidecarJobTurnsOptions): RunJobTurn {
   const maxTurnMs = options.maxTurnMs ?? DEFAULT_MAX_JOB_TURN_MS;
   return async (job, jobSignal) => {
     const deadline = AbortSignal.timeout(maxTurnMs);
     const signal = AbortSignal.any([jobSignal, deadline]);
-    const turnId = randomUUID();
+    const turnId = `${job.jobId}#${job.attempts}.${randomUUID().slice(0, 8)}`;
+    const journal = await openStoreTurnJournal(options.store.turns, { journalId: jobJournalId(job.jobId), kind: 'job', agentId: job.agentId, title: job.prompt.slice(0, 200) });
+    const ended = endedTurn(journal.records);
+    if (ended) return toJobOutcome(ended.status, ended.finalText, ended.error);
     // The console's view of this turn: its events, approvals asked and decided included.
     const onEvent = options.onTurnEvent ? (event: TurnEvent) => options.onTurnEvent?.({ turnId, agentId: job.agentId, kind: job.scheduleId ? 'schedule' : 'job', label: `${job.jobId}: ${job.prompt.slice(0, 100)}` }, event) : undefined;
     const recorded = (approve: ApproveCallback) => (onEvent ? recordApprovals(approve, onEvent, 'control-plane') : approve);
@@ -83,17 +92,20 @@ export function sidecarJobTurns(options: SidecarJobTurnsOptions): RunJobTurn {
       },
     );
     try {
-      const outcome = await runTurn({ model: options.model, turn, prompt: job.prompt, signal, turnId, ...options.turnOptions, ...(onEvent ? { onEvent } : {}) });
-      if (outcome.status === 'completed' || outcome.status === 'terminated') {
-        return { status: 'succeeded', finalText: outcome.finalText, error: '' };
-      }
-      if (deadline.aborted && !jobSignal.aborted) {
+      const outcome = await runTurn({ model: options.model, turn, prompt: job.prompt, signal, turnId, journal, ...options.turnOptions, ...(onEvent ? { onEvent } : {}) });
+      if (deadline.aborted && !jobSignal.aborted && outcome.status !== 'completed' && outcome.status !== 'terminated') {
         return { status: 'failed', finalText: outcome.finalText, error: `the job's turn ran past its ${maxTurnMs} ms bound and was aborted` };
       }
-      return { status: 'failed', finalText: outcome.finalText, error: `turn ${outcome.status}: ${outcome.error ?? 'no reason given'}` };
+      return toJobOutcome(outcome.status, outcome.finalText, outcome.error);
     } finally {
       if (signal.aborted) turn.abort();
       else await turn.close({ timeoutMs: 5_000 });
     }
   };
+}
+
+/** A job's outcome from its turn's status. */
+function toJobOutcome(status: string, finalText: string, error: string | undefined): JobTurnOutcome {
+  if (status === 'completed' || status === 'terminated') return { status: 'succeeded', finalText, error: '' };
+  return { status: 'failed', finalText, error: `turn ${status}: ${error ?? 'no reason given'}` };
 }

@@ -12,6 +12,7 @@ import { buildTaskPrompt } from './build-task-prompt.js';
 import { checkSubmittedResult } from './check-submitted-result.js';
 import { deadLocalOwners, newRunnerOwner } from './runner-owner.js';
 import type { OpenTaskTurn } from './sidecar-task-turns.js';
+import { openTaskJournal } from '../turns/task-journal.js';
 
 /** What the runner reports as it goes (progress lines, benches). */
 export type WorkflowRunnerEvent =
@@ -38,7 +39,7 @@ export interface WorkflowRunnerOptions {
   /** A task turn running longer is aborted and its attempt fails (default 30 min; shorter where the store's claims expire sooner: `claimLifetimeMs`). */
   attemptTimeoutMs?: number;
   /** Passed to each task turn's loop. */
-  turnOptions?: Pick<RunTurnOptions, 'toolSearch' | 'flattenNamespaces' | 'maxModelCalls' | 'callDeadlineMs'>;
+  turnOptions?: Pick<RunTurnOptions, 'toolSearch' | 'flattenNamespaces' | 'maxModelCalls' | 'callDeadlineMs' | 'idempotentTools' | 'stopAt'>;
   logger?: Logger;
   onEvent?: (event: WorkflowRunnerEvent) => void;
 }
@@ -425,6 +426,7 @@ export class WorkflowRunner implements WorkflowRunnerHook {
     if (!read) return;
     const { run, tasks, task } = read;
     try {
+      const journal = await openTaskJournal(store, claim, run.agentId);
       const session = await this.options.openTaskTurn({ agentId: run.agentId, turnId, resultSchemaJson: task.resultSchemaJson, signal });
       try {
         const onEvent = this.options.onTurnEvent;
@@ -434,6 +436,7 @@ export class WorkflowRunner implements WorkflowRunnerHook {
           prompt: buildTaskPrompt(task, tasks),
           signal,
           turnId,
+          journal,
           ...this.options.turnOptions,
           ...(onEvent ? { onEvent: (event: TurnEvent) => onEvent({ turnId, agentId: run.agentId, kind: 'workflow-task', label: `${run.name} · ${task.taskId} #${claim.attempt}` }, event) } : {}),
         });

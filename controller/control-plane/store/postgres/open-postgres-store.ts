@@ -6,6 +6,7 @@ import type { ControlPlaneStore } from '../../domain/control-plane-store.js';
 import { createSqlApprovalStore } from '../sql-approval-store.js';
 import { createSqlJobStore } from '../sql-job-store.js';
 import { createSqlScheduleStore } from '../sql-schedule-store.js';
+import { createSqlTurnJournalStore } from '../sql-turn-journal-store.js';
 import { createSqlWorkflowStore } from '../sql-workflow-store.js';
 import type { Script, StoreContext } from '../store-context.js';
 import type { StoreDatabase } from '../store-schema.js';
@@ -99,6 +100,7 @@ export async function openPostgresStore(options: OpenPostgresStoreOptions): Prom
     schedules: createSqlScheduleStore(context),
     jobs: createSqlJobStore(context, options.claimExpirySeconds ? { defaultLeaseMs: options.claimExpirySeconds * 1000 } : {}),
     approvals: createSqlApprovalStore(context),
+    turns: createSqlTurnJournalStore(context),
     watchHealth: (listener) => health.watch(listener),
     async close() {
       if (closed) return;

@@ -134,4 +134,39 @@ export const migrations: readonly SqliteMigration[] = [
       CREATE INDEX jobs_claims ON jobs (claim_until) WHERE status = 'running';
     `,
   },
+  {
+    // Turn journals (docs/reliability.md): a header per job turn, task or session, its entries in
+    // order (metadata inline, items by hash), and the items once each by content, so a conversation's
+    // history is never stored again per model call.
+    version: 7,
+    name: 'turn journals',
+    sql: `
+      CREATE TABLE turn_journals (
+        journal_id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL CHECK (kind IN ('job', 'task', 'session')),
+        agent_id TEXT NOT NULL,
+        title TEXT NOT NULL,
+        entries INTEGER NOT NULL DEFAULT 0,
+        turns INTEGER NOT NULL DEFAULT 0,
+        last_status TEXT NOT NULL DEFAULT '',
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      );
+      CREATE INDEX turn_journals_by_kind ON turn_journals (kind, agent_id, updated_at);
+      CREATE TABLE turn_journal_entries (
+        journal_id TEXT NOT NULL REFERENCES turn_journals (journal_id),
+        seq INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        data_json TEXT NOT NULL,
+        items_json TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (journal_id, seq)
+      );
+      CREATE TABLE turn_items (
+        hash TEXT PRIMARY KEY,
+        body TEXT NOT NULL,
+        bytes INTEGER NOT NULL
+      );
+    `,
+  },
 ];

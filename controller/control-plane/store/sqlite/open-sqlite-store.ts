@@ -9,6 +9,7 @@ import type { ControlPlaneStore } from '../../domain/control-plane-store.js';
 import { createSqlApprovalStore } from '../sql-approval-store.js';
 import { createSqlJobStore } from '../sql-job-store.js';
 import { createSqlScheduleStore } from '../sql-schedule-store.js';
+import { createSqlTurnJournalStore } from '../sql-turn-journal-store.js';
 import { createSqlWorkflowStore } from '../sql-workflow-store.js';
 import type { Script, SqlResult, StoreContext } from '../store-context.js';
 import type { StoreDatabase } from '../store-schema.js';
@@ -83,6 +84,7 @@ export async function openSqliteStore(options: OpenSqliteStoreOptions): Promise<
     schedules: createSqlScheduleStore(context),
     jobs: createSqlJobStore(context, options.claimExpirySeconds ? { defaultLeaseMs: options.claimExpirySeconds * 1000 } : {}),
     approvals: createSqlApprovalStore(context),
+    turns: createSqlTurnJournalStore(context),
     async close() {
       if (closed) return;
       closed = true;

@@ -527,6 +527,76 @@ export interface DecideApprovalResponse {
   approval: Approval | undefined;
 }
 
+/** A conversation kept in the store: its turn journal `session:NAME`. */
+export interface Session {
+  name: string;
+  agentId: string;
+  /** The first message, cut to 200 characters. */
+  title: string;
+  /** Turns that ended. */
+  turns: number;
+  /**
+   * The last ended turn's status (completed, terminated, max_model_calls, model_error, ...), or
+   * `running` while a turn is open: running here or elsewhere, or cut short (see `interrupted`).
+   */
+  lastStatus: string;
+  createdAt: string;
+  updatedAt: string;
+  /** A turn is open and no runner of this controller runs it: ContinueSession with no prompt resumes it. */
+  interrupted: boolean;
+  /** This controller runs one of its turns now. */
+  running: boolean;
+}
+
+/** One journal entry of a session, in order. */
+export interface SessionEntry {
+  seq: number;
+  /** input, model_response, call_intent, call_result or turn_end. */
+  kind: string;
+  /** The entry's small fields as a JSON object (ids, statuses, usage, the call's name). */
+  dataJson: string;
+  /**
+   * The items it holds as a JSON array: the user's message, the model's output items, the call's
+   * function_call_output (Responses API items, as the model saw them).
+   */
+  itemsJson: string;
+  createdAt: string;
+}
+
+export interface ListSessionsRequest {
+  /** Empty lists every agent's sessions. */
+  agentId: string;
+  /** At most this many, the most recently changed first; 0 means the default (50). */
+  limit: number;
+}
+
+export interface ListSessionsResponse {
+  sessions: Session[];
+}
+
+export interface ShowSessionRequest {
+  name: string;
+}
+
+export interface ShowSessionResponse {
+  session: Session | undefined;
+  entries: SessionEntry[];
+}
+
+export interface ContinueSessionRequest {
+  /** 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit; a new name starts a session. */
+  name: string;
+  /** One of this controller's agents: the session's, for an existing one (another agent's is refused). */
+  agentId: string;
+  /** The next message. Empty resumes the turn that was cut short (refused when there is none). */
+  prompt: string;
+}
+
+export interface ContinueSessionResponse {
+  /** The session as the turn starts (running); ShowSession follows it. */
+  session: Session | undefined;
+}
+
 function createBaseControlRequest(): ControlRequest {
   return { request: undefined };
 }
@@ -4968,6 +5038,862 @@ export const DecideApprovalResponse: MessageFns<DecideApprovalResponse> = {
   },
 };
 
+function createBaseSession(): Session {
+  return {
+    name: "",
+    agentId: "",
+    title: "",
+    turns: 0,
+    lastStatus: "",
+    createdAt: "",
+    updatedAt: "",
+    interrupted: false,
+    running: false,
+  };
+}
+
+export const Session: MessageFns<Session> = {
+  encode(message: Session, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.agentId !== "") {
+      writer.uint32(18).string(message.agentId);
+    }
+    if (message.title !== "") {
+      writer.uint32(26).string(message.title);
+    }
+    if (message.turns !== 0) {
+      writer.uint32(32).uint32(message.turns);
+    }
+    if (message.lastStatus !== "") {
+      writer.uint32(42).string(message.lastStatus);
+    }
+    if (message.createdAt !== "") {
+      writer.uint32(50).string(message.createdAt);
+    }
+    if (message.updatedAt !== "") {
+      writer.uint32(58).string(message.updatedAt);
+    }
+    if (message.interrupted !== false) {
+      writer.uint32(64).bool(message.interrupted);
+    }
+    if (message.running !== false) {
+      writer.uint32(72).bool(message.running);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Session {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSession();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.agentId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.title = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.turns = reader.uint32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.lastStatus = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.createdAt = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.updatedAt = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.interrupted = reader.bool();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.running = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Session {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      agentId: isSet(object.agentId)
+        ? globalThis.String(object.agentId)
+        : isSet(object.agent_id)
+        ? globalThis.String(object.agent_id)
+        : "",
+      title: isSet(object.title) ? globalThis.String(object.title) : "",
+      turns: isSet(object.turns) ? globalThis.Number(object.turns) : 0,
+      lastStatus: isSet(object.lastStatus)
+        ? globalThis.String(object.lastStatus)
+        : isSet(object.last_status)
+        ? globalThis.String(object.last_status)
+        : "",
+      createdAt: isSet(object.createdAt)
+        ? globalThis.String(object.createdAt)
+        : isSet(object.created_at)
+        ? globalThis.String(object.created_at)
+        : "",
+      updatedAt: isSet(object.updatedAt)
+        ? globalThis.String(object.updatedAt)
+        : isSet(object.updated_at)
+        ? globalThis.String(object.updated_at)
+        : "",
+      interrupted: isSet(object.interrupted) ? globalThis.Boolean(object.interrupted) : false,
+      running: isSet(object.running) ? globalThis.Boolean(object.running) : false,
+    };
+  },
+
+  toJSON(message: Session): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.agentId !== "") {
+      obj.agentId = message.agentId;
+    }
+    if (message.title !== "") {
+      obj.title = message.title;
+    }
+    if (message.turns !== 0) {
+      obj.turns = Math.round(message.turns);
+    }
+    if (message.lastStatus !== "") {
+      obj.lastStatus = message.lastStatus;
+    }
+    if (message.createdAt !== "") {
+      obj.createdAt = message.createdAt;
+    }
+    if (message.updatedAt !== "") {
+      obj.updatedAt = message.updatedAt;
+    }
+    if (message.interrupted !== false) {
+      obj.interrupted = message.interrupted;
+    }
+    if (message.running !== false) {
+      obj.running = message.running;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Session>, I>>(base?: I): Session {
+    return Session.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Session>, I>>(object: I): Session {
+    const message = createBaseSession();
+    message.name = object.name ?? "";
+    message.agentId = object.agentId ?? "";
+    message.title = object.title ?? "";
+    message.turns = object.turns ?? 0;
+    message.lastStatus = object.lastStatus ?? "";
+    message.createdAt = object.createdAt ?? "";
+    message.updatedAt = object.updatedAt ?? "";
+    message.interrupted = object.interrupted ?? false;
+    message.running = object.running ?? false;
+    return message;
+  },
+};
+
+function createBaseSessionEntry(): SessionEntry {
+  return { seq: 0, kind: "", dataJson: "", itemsJson: "", createdAt: "" };
+}
+
+export const SessionEntry: MessageFns<SessionEntry> = {
+  encode(message: SessionEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.seq !== 0) {
+      writer.uint32(8).uint32(message.seq);
+    }
+    if (message.kind !== "") {
+      writer.uint32(18).string(message.kind);
+    }
+    if (message.dataJson !== "") {
+      writer.uint32(26).string(message.dataJson);
+    }
+    if (message.itemsJson !== "") {
+      writer.uint32(34).string(message.itemsJson);
+    }
+    if (message.createdAt !== "") {
+      writer.uint32(42).string(message.createdAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SessionEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSessionEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.seq = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.dataJson = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.itemsJson = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.createdAt = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SessionEntry {
+    return {
+      seq: isSet(object.seq) ? globalThis.Number(object.seq) : 0,
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
+      dataJson: isSet(object.dataJson)
+        ? globalThis.String(object.dataJson)
+        : isSet(object.data_json)
+        ? globalThis.String(object.data_json)
+        : "",
+      itemsJson: isSet(object.itemsJson)
+        ? globalThis.String(object.itemsJson)
+        : isSet(object.items_json)
+        ? globalThis.String(object.items_json)
+        : "",
+      createdAt: isSet(object.createdAt)
+        ? globalThis.String(object.createdAt)
+        : isSet(object.created_at)
+        ? globalThis.String(object.created_at)
+        : "",
+    };
+  },
+
+  toJSON(message: SessionEntry): unknown {
+    const obj: any = {};
+    if (message.seq !== 0) {
+      obj.seq = Math.round(message.seq);
+    }
+    if (message.kind !== "") {
+      obj.kind = message.kind;
+    }
+    if (message.dataJson !== "") {
+      obj.dataJson = message.dataJson;
+    }
+    if (message.itemsJson !== "") {
+      obj.itemsJson = message.itemsJson;
+    }
+    if (message.createdAt !== "") {
+      obj.createdAt = message.createdAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SessionEntry>, I>>(base?: I): SessionEntry {
+    return SessionEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SessionEntry>, I>>(object: I): SessionEntry {
+    const message = createBaseSessionEntry();
+    message.seq = object.seq ?? 0;
+    message.kind = object.kind ?? "";
+    message.dataJson = object.dataJson ?? "";
+    message.itemsJson = object.itemsJson ?? "";
+    message.createdAt = object.createdAt ?? "";
+    return message;
+  },
+};
+
+function createBaseListSessionsRequest(): ListSessionsRequest {
+  return { agentId: "", limit: 0 };
+}
+
+export const ListSessionsRequest: MessageFns<ListSessionsRequest> = {
+  encode(message: ListSessionsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.agentId !== "") {
+      writer.uint32(10).string(message.agentId);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(16).uint32(message.limit);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListSessionsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListSessionsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.agentId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.limit = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListSessionsRequest {
+    return {
+      agentId: isSet(object.agentId)
+        ? globalThis.String(object.agentId)
+        : isSet(object.agent_id)
+        ? globalThis.String(object.agent_id)
+        : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+    };
+  },
+
+  toJSON(message: ListSessionsRequest): unknown {
+    const obj: any = {};
+    if (message.agentId !== "") {
+      obj.agentId = message.agentId;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListSessionsRequest>, I>>(base?: I): ListSessionsRequest {
+    return ListSessionsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListSessionsRequest>, I>>(object: I): ListSessionsRequest {
+    const message = createBaseListSessionsRequest();
+    message.agentId = object.agentId ?? "";
+    message.limit = object.limit ?? 0;
+    return message;
+  },
+};
+
+function createBaseListSessionsResponse(): ListSessionsResponse {
+  return { sessions: [] };
+}
+
+export const ListSessionsResponse: MessageFns<ListSessionsResponse> = {
+  encode(message: ListSessionsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.sessions) {
+      Session.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListSessionsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListSessionsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessions.push(Session.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListSessionsResponse {
+    return {
+      sessions: globalThis.Array.isArray(object?.sessions) ? object.sessions.map((e: any) => Session.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: ListSessionsResponse): unknown {
+    const obj: any = {};
+    if (message.sessions?.length) {
+      obj.sessions = message.sessions.map((e) => Session.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListSessionsResponse>, I>>(base?: I): ListSessionsResponse {
+    return ListSessionsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListSessionsResponse>, I>>(object: I): ListSessionsResponse {
+    const message = createBaseListSessionsResponse();
+    message.sessions = object.sessions?.map((e) => Session.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseShowSessionRequest(): ShowSessionRequest {
+  return { name: "" };
+}
+
+export const ShowSessionRequest: MessageFns<ShowSessionRequest> = {
+  encode(message: ShowSessionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ShowSessionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseShowSessionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ShowSessionRequest {
+    return { name: isSet(object.name) ? globalThis.String(object.name) : "" };
+  },
+
+  toJSON(message: ShowSessionRequest): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ShowSessionRequest>, I>>(base?: I): ShowSessionRequest {
+    return ShowSessionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ShowSessionRequest>, I>>(object: I): ShowSessionRequest {
+    const message = createBaseShowSessionRequest();
+    message.name = object.name ?? "";
+    return message;
+  },
+};
+
+function createBaseShowSessionResponse(): ShowSessionResponse {
+  return { session: undefined, entries: [] };
+}
+
+export const ShowSessionResponse: MessageFns<ShowSessionResponse> = {
+  encode(message: ShowSessionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.session !== undefined) {
+      Session.encode(message.session, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.entries) {
+      SessionEntry.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ShowSessionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseShowSessionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.session = Session.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.entries.push(SessionEntry.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ShowSessionResponse {
+    return {
+      session: isSet(object.session) ? Session.fromJSON(object.session) : undefined,
+      entries: globalThis.Array.isArray(object?.entries)
+        ? object.entries.map((e: any) => SessionEntry.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ShowSessionResponse): unknown {
+    const obj: any = {};
+    if (message.session !== undefined) {
+      obj.session = Session.toJSON(message.session);
+    }
+    if (message.entries?.length) {
+      obj.entries = message.entries.map((e) => SessionEntry.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ShowSessionResponse>, I>>(base?: I): ShowSessionResponse {
+    return ShowSessionResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ShowSessionResponse>, I>>(object: I): ShowSessionResponse {
+    const message = createBaseShowSessionResponse();
+    message.session = (object.session !== undefined && object.session !== null)
+      ? Session.fromPartial(object.session)
+      : undefined;
+    message.entries = object.entries?.map((e) => SessionEntry.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseContinueSessionRequest(): ContinueSessionRequest {
+  return { name: "", agentId: "", prompt: "" };
+}
+
+export const ContinueSessionRequest: MessageFns<ContinueSessionRequest> = {
+  encode(message: ContinueSessionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.agentId !== "") {
+      writer.uint32(18).string(message.agentId);
+    }
+    if (message.prompt !== "") {
+      writer.uint32(26).string(message.prompt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ContinueSessionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseContinueSessionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.agentId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.prompt = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ContinueSessionRequest {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      agentId: isSet(object.agentId)
+        ? globalThis.String(object.agentId)
+        : isSet(object.agent_id)
+        ? globalThis.String(object.agent_id)
+        : "",
+      prompt: isSet(object.prompt) ? globalThis.String(object.prompt) : "",
+    };
+  },
+
+  toJSON(message: ContinueSessionRequest): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.agentId !== "") {
+      obj.agentId = message.agentId;
+    }
+    if (message.prompt !== "") {
+      obj.prompt = message.prompt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ContinueSessionRequest>, I>>(base?: I): ContinueSessionRequest {
+    return ContinueSessionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ContinueSessionRequest>, I>>(object: I): ContinueSessionRequest {
+    const message = createBaseContinueSessionRequest();
+    message.name = object.name ?? "";
+    message.agentId = object.agentId ?? "";
+    message.prompt = object.prompt ?? "";
+    return message;
+  },
+};
+
+function createBaseContinueSessionResponse(): ContinueSessionResponse {
+  return { session: undefined };
+}
+
+export const ContinueSessionResponse: MessageFns<ContinueSessionResponse> = {
+  encode(message: ContinueSessionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.session !== undefined) {
+      Session.encode(message.session, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ContinueSessionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseContinueSessionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.session = Session.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ContinueSessionResponse {
+    return { session: isSet(object.session) ? Session.fromJSON(object.session) : undefined };
+  },
+
+  toJSON(message: ContinueSessionResponse): unknown {
+    const obj: any = {};
+    if (message.session !== undefined) {
+      obj.session = Session.toJSON(message.session);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ContinueSessionResponse>, I>>(base?: I): ContinueSessionResponse {
+    return ContinueSessionResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ContinueSessionResponse>, I>>(object: I): ContinueSessionResponse {
+    const message = createBaseContinueSessionResponse();
+    message.session = (object.session !== undefined && object.session !== null)
+      ? Session.fromPartial(object.session)
+      : undefined;
+    return message;
+  },
+};
+
 /**
  * ControlPlaneService is served by the controller for operators and other services.
  *
@@ -5109,6 +6035,40 @@ export const ControlPlaneServiceService = {
       Buffer.from(DecideApprovalResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): DecideApprovalResponse => DecideApprovalResponse.decode(value),
   },
+  /**
+   * Conversations kept in the store (what npm start -- --session NAME keeps): list them, read one's
+   * history, and run its next turn, or resume one cut short, on this controller's agents.
+   */
+  listSessions: {
+    path: "/toolruntime.v1.ControlPlaneService/ListSessions" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListSessionsRequest): Buffer => Buffer.from(ListSessionsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListSessionsRequest => ListSessionsRequest.decode(value),
+    responseSerialize: (value: ListSessionsResponse): Buffer =>
+      Buffer.from(ListSessionsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListSessionsResponse => ListSessionsResponse.decode(value),
+  },
+  showSession: {
+    path: "/toolruntime.v1.ControlPlaneService/ShowSession" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ShowSessionRequest): Buffer => Buffer.from(ShowSessionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ShowSessionRequest => ShowSessionRequest.decode(value),
+    responseSerialize: (value: ShowSessionResponse): Buffer => Buffer.from(ShowSessionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ShowSessionResponse => ShowSessionResponse.decode(value),
+  },
+  continueSession: {
+    path: "/toolruntime.v1.ControlPlaneService/ContinueSession" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ContinueSessionRequest): Buffer =>
+      Buffer.from(ContinueSessionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ContinueSessionRequest => ContinueSessionRequest.decode(value),
+    responseSerialize: (value: ContinueSessionResponse): Buffer =>
+      Buffer.from(ContinueSessionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ContinueSessionResponse => ContinueSessionResponse.decode(value),
+  },
 } as const;
 
 export interface ControlPlaneServiceServer extends UntypedServiceImplementation {
@@ -5126,6 +6086,13 @@ export interface ControlPlaneServiceServer extends UntypedServiceImplementation 
   /** Approvals waiting for a person, for turns the control plane runs (jobs, scheduled turns). */
   listApprovals: handleUnaryCall<ListApprovalsRequest, ListApprovalsResponse>;
   decideApproval: handleUnaryCall<DecideApprovalRequest, DecideApprovalResponse>;
+  /**
+   * Conversations kept in the store (what npm start -- --session NAME keeps): list them, read one's
+   * history, and run its next turn, or resume one cut short, on this controller's agents.
+   */
+  listSessions: handleUnaryCall<ListSessionsRequest, ListSessionsResponse>;
+  showSession: handleUnaryCall<ShowSessionRequest, ShowSessionResponse>;
+  continueSession: handleUnaryCall<ContinueSessionRequest, ContinueSessionResponse>;
 }
 
 export interface ControlPlaneServiceClient extends Client {
@@ -5324,6 +6291,55 @@ export interface ControlPlaneServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DecideApprovalResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Conversations kept in the store (what npm start -- --session NAME keeps): list them, read one's
+   * history, and run its next turn, or resume one cut short, on this controller's agents.
+   */
+  listSessions(
+    request: ListSessionsRequest,
+    callback: (error: ServiceError | null, response: ListSessionsResponse) => void,
+  ): ClientUnaryCall;
+  listSessions(
+    request: ListSessionsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListSessionsResponse) => void,
+  ): ClientUnaryCall;
+  listSessions(
+    request: ListSessionsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListSessionsResponse) => void,
+  ): ClientUnaryCall;
+  showSession(
+    request: ShowSessionRequest,
+    callback: (error: ServiceError | null, response: ShowSessionResponse) => void,
+  ): ClientUnaryCall;
+  showSession(
+    request: ShowSessionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ShowSessionResponse) => void,
+  ): ClientUnaryCall;
+  showSession(
+    request: ShowSessionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ShowSessionResponse) => void,
+  ): ClientUnaryCall;
+  continueSession(
+    request: ContinueSessionRequest,
+    callback: (error: ServiceError | null, response: ContinueSessionResponse) => void,
+  ): ClientUnaryCall;
+  continueSession(
+    request: ContinueSessionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ContinueSessionResponse) => void,
+  ): ClientUnaryCall;
+  continueSession(
+    request: ContinueSessionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ContinueSessionResponse) => void,
   ): ClientUnaryCall;
 }
 
