@@ -299,7 +299,8 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnOutcome> {
             beforeSend: async (position: number, resolved: ResolvedCall) => {
               const index = toRun[position]!;
               const call = calls[index] as FunctionCallItem;
-              const readOnly = resolved.kind === 'sidecar' && resolved.tool?.readOnly === true;
+              // Read-only, or declared idempotent by the tool itself or by the caller's list.
+              const readOnly = resolved.kind === 'sidecar' && (resolved.tool?.readOnly === true || resolved.tool?.idempotent === true);
               sent.set(index, ++callNumber);
               if (!(await record({ kind: 'call_intent', callIndex: index, callId: call.call_id, name: call.name, rerun: readOnly || idempotent.has(call.name) }))) throw new Error(journalError);
             },

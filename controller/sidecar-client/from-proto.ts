@@ -39,6 +39,7 @@ export function toolDefinitionFromProto(tool: ProtoToolDefinition): ToolDefiniti
     executionMode: tool.executionMode === ExecutionMode.EXECUTION_MODE_PARALLEL ? 'parallel' : 'sequential',
     readOnly: tool.readOnly,
     destructive: tool.destructive,
+    ...(tool.idempotent ? { idempotent: true } : {}),
     ...(tool.nativeTool === 'apply_patch' || tool.nativeTool === 'shell' ? { nativeTool: tool.nativeTool } : {}),
   };
 }

@@ -112,6 +112,8 @@ export interface ToolDefinition {
    * tool instead and send its calls here (see controller/loop/native-tools.ts). Absent for most.
    */
   nativeTool?: 'apply_patch' | 'shell';
+  /** The tool declares that running it again changes nothing more (WorkerAgentTool.isIdempotent). */
+  idempotent?: boolean;
 }
 
 /** One part of a call result's content. */

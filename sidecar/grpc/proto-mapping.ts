@@ -78,6 +78,7 @@ export function toToolDefinition(schema: ToolSchema): ToolDefinition {
     readOnly: schema.readOnly,
     destructive: schema.destructive,
     nativeTool: schema.nativeTool ?? '',
+    idempotent: schema.idempotent === true,
   };
 }
 

@@ -20,6 +20,8 @@ export interface ToolSchema {
   executionMode: ExecutionMode;
   readOnly: boolean;
   destructive: boolean;
+  /** WorkerAgentTool.isIdempotent; absent when false. */
+  idempotent?: boolean;
   /** The provider tool this tool executes (WorkerAgentTool.nativeTool); absent for most. */
   nativeTool?: NativeToolKind;
 }
@@ -96,6 +98,7 @@ export function collectToolSchemas(tools: readonly WorkerAgentTool[]): ToolSchem
     if (tool.namespace !== undefined) schema.namespace = tool.namespace;
     if (tool.namespaceDescription !== undefined) schema.namespaceDescription = tool.namespaceDescription;
     if (tool.nativeTool !== undefined) schema.nativeTool = tool.nativeTool;
+    if (tool.isIdempotent) schema.idempotent = true;
     schemas.push(schema);
   }
   return schemas;

@@ -33,6 +33,8 @@ interface DefinitionBase<TParams> {
   /** Defaults to the tool's name. */
   describeActivity?: (params: TParams) => string;
   describeCompletedActivity?: (params: TParams, result: AgentToolResult) => string;
+  /** See WorkerAgentTool.isIdempotent. */
+  isIdempotent?: boolean;
   /** See WorkerAgentTool.nativeTool. */
   nativeTool?: NativeToolKind;
   /** See WorkerAgentTool.alwaysAsks. */
@@ -115,6 +117,7 @@ export function defineWorkerTool(
     executionMode: definition.executionMode ?? 'sequential',
     isReadOnly: definition.isReadOnly ?? false,
     isDestructive: definition.isDestructive ?? false,
+    ...(definition.isIdempotent ? { isIdempotent: true } : {}),
     describeActivity: definition.describeActivity ?? (() => name),
     describeCompletedActivity: definition.describeCompletedActivity,
     ...(definition.alwaysAsks ? { alwaysAsks: definition.alwaysAsks } : {}),

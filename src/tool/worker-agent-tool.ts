@@ -68,6 +68,12 @@ export interface WorkerAgentTool<TParams = any> {
   readonly executionMode: ExecutionMode;
   readonly isReadOnly: boolean;
   readonly isDestructive: boolean;
+  /**
+   * Running it again with the same params changes nothing more than the first run did. A turn that
+   * resumes after its runner died runs such a call again when it was in flight (as it does read-only
+   * ones); any other call then gets "interrupted: ... may or may not have taken effect".
+   */
+  readonly isIdempotent?: boolean;
   /** A short human-readable label from the validated params, for progress. */
   describeActivity(params: TParams): string;
   /** Replaces the label with a result summary when the tool finishes. */

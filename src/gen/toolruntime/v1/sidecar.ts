@@ -322,6 +322,13 @@ export interface ToolDefinition {
    * the value offers the tool as a plain function, as before.
    */
   nativeTool: string;
+  /**
+   * The tool may run again with the same arguments and change nothing more than the first run did
+   * (a PUT of the same value, a read that is not flagged read-only). A client that resumes a turn
+   * whose runner died with this call in flight may send it again; it sends any other call that is
+   * not read-only again never, and tells the model its outcome is unknown instead.
+   */
+  idempotent: boolean;
 }
 
 export interface TurnRequest {
@@ -1249,6 +1256,7 @@ function createBaseToolDefinition(): ToolDefinition {
     destructive: false,
     strictNote: "",
     nativeTool: "",
+    idempotent: false,
   };
 }
 
@@ -1289,6 +1297,9 @@ export const ToolDefinition: MessageFns<ToolDefinition> = {
     }
     if (message.nativeTool !== "") {
       writer.uint32(98).string(message.nativeTool);
+    }
+    if (message.idempotent !== false) {
+      writer.uint32(104).bool(message.idempotent);
     }
     return writer;
   },
@@ -1402,6 +1413,14 @@ export const ToolDefinition: MessageFns<ToolDefinition> = {
             message.nativeTool = reader.string();
             continue;
           }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.idempotent = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1456,6 +1475,7 @@ export const ToolDefinition: MessageFns<ToolDefinition> = {
         : isSet(object.native_tool)
         ? globalThis.String(object.native_tool)
         : "",
+      idempotent: isSet(object.idempotent) ? globalThis.Boolean(object.idempotent) : false,
     };
   },
 
@@ -1497,6 +1517,9 @@ export const ToolDefinition: MessageFns<ToolDefinition> = {
     if (message.nativeTool !== "") {
       obj.nativeTool = message.nativeTool;
     }
+    if (message.idempotent !== false) {
+      obj.idempotent = message.idempotent;
+    }
     return obj;
   },
 
@@ -1517,6 +1540,7 @@ export const ToolDefinition: MessageFns<ToolDefinition> = {
     message.destructive = object.destructive ?? false;
     message.strictNote = object.strictNote ?? "";
     message.nativeTool = object.nativeTool ?? "";
+    message.idempotent = object.idempotent ?? false;
     return message;
   },
 };

@@ -105,6 +105,62 @@ describe('runTurn resumes from its journal', () => {
   });
 });
 
+describe('runTurn resumes calls the tool declares idempotent, and native calls', () => {
+  /** One response of `output`, then an answer; the first runner dies during its first call. */
+  async function dieDuringFirstCall(output: ResponseItem[], turn: (executions: Map<string, number>) => ToolTurn, nativeTools = false) {
+    const model = (): ResponsesModel => ({
+      description: 'scripted',
+      async create(request) {
+        const answered = request.input.some((item) => item.type.endsWith('_output'));
+        return { id: answered ? 'resp_done' : 'resp_calls', output: answered ? [messageItem('done')] : output };
+      },
+    });
+    const executions = new Map<string, number>();
+    const journal = memoryJournal();
+    let snapshot: TurnRecord[] | undefined;
+    void runTurn({ model: model(), turn: turn(executions), prompt: 'go', journal, nativeTools, stopAt: (step) => {
+      if (step !== 'during-call:1') return;
+      snapshot = structuredClone(journal.records);
+      return new Promise<void>(() => {});
+    } });
+    await waitFor(() => snapshot !== undefined);
+    const resumed = await runTurn({ model: model(), turn: turn(executions), prompt: 'go', journal: memoryJournal(snapshot), nativeTools });
+    return { resumed, executions };
+  }
+
+  it('a call in flight of a tool whose definition says idempotent runs again; one that does not is reported interrupted', async () => {
+    const turnWith = (idempotent: boolean) => (executions: Map<string, number>): ToolTurn => ({
+      ...countingTurn(executions),
+      tools: [{ ...tool({ name: 'write', readOnly: false, executionMode: 'sequential' }), ...(idempotent ? { idempotent: true } : {}) }],
+    });
+    const calls = [functionCallItem({ callId: 'put1', name: 'write', arguments: '{}' })];
+    const declared = await dieDuringFirstCall(calls, turnWith(true));
+    expect(declared.executions.get('put1')).toBe(2);
+    expect(declared.resumed.input.find((item) => item.type === 'function_call_output')?.output).toBe('write put1 ok');
+    const undeclared = await dieDuringFirstCall(calls, turnWith(false));
+    expect(undeclared.executions.get('put1')).toBe(1);
+    expect(undeclared.resumed.input.find((item) => item.type === 'function_call_output')?.output).toBe(INTERRUPTED_OUTPUT);
+  });
+
+  it('a native shell call resumes with one output item: the finished command kept, the one in flight reported interrupted', async () => {
+    const shellTurn = (executions: Map<string, number>): ToolTurn => ({
+      ...countingTurn(executions),
+      tools: [{ ...tool({ name: 'run_command', readOnly: false, executionMode: 'sequential' }), nativeTool: 'shell' }],
+    });
+    const shell: ResponseItem = { type: 'shell_call', call_id: 'sh', action: { commands: ['one', 'two'] }, status: 'completed' };
+    const { resumed, executions } = await dieDuringFirstCall([shell], shellTurn, true);
+    expect(resumed.status).toBe('completed');
+    expect(executions.get('sh#1')).toBe(1);
+    expect(executions.get('sh#2')).toBe(1);
+    const outputs = resumed.input.filter((item) => item.type === 'shell_call_output');
+    expect(outputs).toHaveLength(1);
+    const entries = outputs[0]!.output as Array<{ stderr: string; outcome: { exit_code?: number } }>;
+    expect(entries).toHaveLength(2);
+    expect(entries[0]!.stderr).toContain('interrupted');
+    expect(entries[0]!.outcome.exit_code).toBe(126);
+  });
+});
+
 async function waitFor(condition: () => boolean): Promise<void> {
   for (let tries = 0; !condition(); tries++) {
     if (tries > 2_000) throw new Error('the turn never reached its stop point');
