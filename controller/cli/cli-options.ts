@@ -5,9 +5,10 @@ import { ToolRuntimeError } from '../../src/errors.js';
 import { defaultDataDir } from '../control-plane/store/default-data-dir.js';
 import { resolveDatabaseOption } from '../control-plane/store/database-option.js';
 import type { ToolSearchMode } from '../loop/collect-provider-tools.js';
+import { parseSidecarFeatureFlags, SIDECAR_FEATURE_USAGE, sidecarFeatureFlagOptions, type SidecarFeatureOptions } from './sidecar-feature-flags.js';
 
 /** The controller CLI's settings, after flags and environment. */
-export interface CliOptions {
+export interface CliOptions extends SidecarFeatureOptions {
   help: boolean;
   prompt: string;
   /** A workspace folder to use as is; a temporary copy of the sample workspace when absent. */
@@ -93,6 +94,8 @@ Options:
   --quiet                 print only the final answer
   --help                  this text
 
+${SIDECAR_FEATURE_USAGE}
+
 Environment: OPENAI_API_KEY (the key), OPENAI_BASE_URL (the endpoint), as the openai SDK reads them;
 OTEL_EXPORTER_OTLP_ENDPOINT and the other OTEL_* variables send traces and metrics to a collector.
 Exit status: 0 when the turn completed; 1 with a one-line reason otherwise; 2 on bad usage;
@@ -149,6 +152,7 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
         approve: { type: 'string' },
         'metrics-listen': { type: 'string' },
         sandbox: { type: 'string' },
+        ...sidecarFeatureFlagOptions,
       },
     }).values;
   } catch (error) {
@@ -191,8 +195,10 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
   if (parsed['token-file'] && !parsed.sidecar) throw new ToolRuntimeError('invalid_request', '--token-file goes with --sidecar');
   if (parsed.sidecar && parsed.workspace) throw new ToolRuntimeError('invalid_request', '--workspace starts a sidecar; it cannot be used with --sidecar');
   if (parsed.sidecar && parsed['mcp-servers']) throw new ToolRuntimeError('invalid_request', '--mcp-servers goes to a sidecar this command starts; give it to the --sidecar one yourself');
+  const featureOptions = parseSidecarFeatureFlags(parsed, { runningSidecar: parsed.sidecar !== undefined });
   if (parsed.stream && parsed['no-stream']) throw new ToolRuntimeError('invalid_request', 'choose one of --stream and --no-stream');
   return {
+    ...featureOptions,
     help: parsed.help === true,
     prompt: parsed.prompt ?? DEFAULT_PROMPT,
     ...(parsed.workspace ? { workspace: parsed.workspace } : {}),

@@ -15,6 +15,9 @@ import { CONSOLE_USAGE, takeConsoleFlags, type ConsoleFlags } from '../console/c
 import { createTurnControlPlane } from '../control-plane/cli/turn-control-plane.js';
 import { renderRunnerEvent } from '../control-plane/cli/workflow-run-command.js';
 import { startControllerTelemetry } from '../telemetry/controller-telemetry.js';
+import { withTurnFeatures } from './with-turn-features.js';
+import { explainSidecarTlsFailure } from './explain-sidecar-failure.js';
+import { readFileSync } from 'node:fs';
 
 export type { CliIo } from './cli-io.js';
 
@@ -120,8 +123,11 @@ async function runOneTurn(
     io.stderr.write(`▶ console at ${started.linkWithToken}\n  (the token is in ${started.tokenFile}; the page keeps it, so later visits need only ${started.url})\n`);
   }
 
-  const client = createSidecarClient({ address, ...(token ? { token } : {}) });
-  cleanups.push(async () => client.close());
+  const ca = options.caFile ? readFileSync(options.caFile) : undefined;
+  const channel = createSidecarClient({ address, ...(token ? { token } : {}), ...(ca ? { tls: { ca } } : {}) });
+  cleanups.push(async () => channel.close());
+  // --brain / --enable-brain and --skill reach this turn and the workflow tasks it starts alike.
+  const client = withTurnFeatures(channel, options.turnFeatures);
   // The control-plane tools: answered here, as this turn's agent; a workflow the turn starts runs in
   // this process, and the CLI waits for it after the answer.
   const controlPlane = createTurnControlPlane({
@@ -148,10 +154,16 @@ async function runOneTurn(
       approve = recordApprovals(denyWithoutTerminal, onEvent, 'no-terminal');
     }
   }
-  const turn = await client.openTurn(
-    { agentId: options.agentId, turnId, kind: 'text', controlPlane: true, ...(approvalPolicy ? { approvalPolicy } : {}) },
-    { signal: turnSignal, onClientRequest: controlPlane.onClientRequest, ...(approve ? { approve } : {}) },
-  );
+  const turn = await client
+    .openTurn(
+      { agentId: options.agentId, turnId, kind: 'text', controlPlane: true, ...(approvalPolicy ? { approvalPolicy } : {}) },
+      { signal: turnSignal, onClientRequest: controlPlane.onClientRequest, ...(approve ? { approve } : {}) },
+    )
+    .catch(async (error: unknown) => {
+      // gRPC says "No connection established" whatever the cause: name TLS when it is the cause.
+      const tls = options.sidecar && isToolRuntimeError(error, 'sidecar_unavailable') ? await explainSidecarTlsFailure(address, { ...(ca ? { ca } : {}) }) : undefined;
+      throw tls ? new Error(tls, { cause: error }) : error;
+    });
   try {
     return await runTurn({
       model,
@@ -163,6 +175,7 @@ async function runOneTurn(
       signal: turnSignal,
       onEvent,
       turnId,
+      ...(options.instructions !== undefined ? { baseInstructions: options.instructions } : {}),
     });
   } finally {
     if (turnSignal.aborted) turn.abort();
