@@ -93,6 +93,7 @@ export async function runServe(io: ServeIo): Promise<number> {
       logger,
       runTurn: sidecarJobTurns({
         clientFor: (agentId) => sidecars.clientFor(agentId),
+        instructionsFor: (agentId) => sidecars.instructionsFor(agentId),
         ...onTurnEvent,
         model,
         store,

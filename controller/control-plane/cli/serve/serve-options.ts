@@ -3,6 +3,7 @@ import { checkHostPort } from '../../../../src/cli-usage.js';
 import { ToolRuntimeError } from '../../../../src/index.js';
 import { defaultDataDir } from '../../store/default-data-dir.js';
 import { resolveDatabaseOption } from '../../store/open-control-plane-store.js';
+import { AGENTS_FILE_KEYS } from './read-agents-file.js';
 
 /** The settings of `controller serve`. */
 export interface ServeOptions {
@@ -46,7 +47,7 @@ Options:
   --database URL             postgres://... : a PostgreSQL store shared with other controllers (default DATABASE_URL; neither: SQLite in --data-dir)
   --claim-expiry-s N         with PostgreSQL: a job turn or workflow task attempt claimed by a controller that died runs
                              elsewhere after N s (default 900; the same on every controller, longer than any turn)
-  --agents FILE              JSON: {"AGENT_ID": {"address": "HOST:PORT", "tokenFile": "F"} | {"workspace": "DIR"}, ...}
+  --agents FILE              JSON: {"AGENT_ID": ENTRY, ...}, each ENTRY one of the forms below
   --token-file FILE          the token every RPC needs ("authorization: Bearer <first line of FILE>"); without it a
                              token is generated at start and written 0600 to DATA_DIR/tokens/control-plane-ADDR.token,
                              where \`approvals\` finds it (removed at exit)
@@ -62,7 +63,10 @@ Options:
   --base-url URL, --model NAME, --embedded, --stream / --no-stream, --tool-search MODE,
   --flatten-namespaces, --max-model-calls N
                              the model, as for npm start (default: the embedded scripted model)
-  --help                     this text`;
+  --help                     this text
+
+The agents file's entries:
+${AGENTS_FILE_KEYS}`;
 
 const own = new Set(['--listen', '--data-dir', '--database', '--claim-expiry-s', '--agents', '--token-file', '--grace-ms', '--max-running-jobs', '--job-timeout-ms', '--max-running-tasks', '--task-timeout-ms', '--approve', '--approval-timeout-ms']);
 const modelFlags = new Set(['--base-url', '--model', '--embedded', '--stream', '--no-stream', '--tool-search', '--flatten-namespaces', '--max-model-calls']);

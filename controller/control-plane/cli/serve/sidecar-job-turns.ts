@@ -15,6 +15,8 @@ import type { ControlPlaneStore } from '../../domain/control-plane-store.js';
 /** Options of `sidecarJobTurns`. */
 export interface SidecarJobTurnsOptions {
   clientFor: (agentId: string) => SidecarClient;
+  /** The agent's own system prompt (the agents file's `instructions`), instead of the default one. */
+  instructionsFor?: (agentId: string) => string | undefined;
   /** Each job turn's typed events (the web console records them). */
   onTurnEvent?: (turn: { turnId: string; agentId: string; kind: string; label: string }, event: TurnEvent) => void;
   model: ResponsesModel;
@@ -83,7 +85,8 @@ export function sidecarJobTurns(options: SidecarJobTurnsOptions): RunJobTurn {
       },
     );
     try {
-      const outcome = await runTurn({ model: options.model, turn, prompt: job.prompt, signal, turnId, ...options.turnOptions, ...(onEvent ? { onEvent } : {}) });
+      const instructions = options.instructionsFor?.(job.agentId);
+      const outcome = await runTurn({ model: options.model, turn, prompt: job.prompt, signal, turnId, ...options.turnOptions, ...(onEvent ? { onEvent } : {}), ...(instructions !== undefined ? { baseInstructions: instructions } : {}) });
       if (outcome.status === 'completed' || outcome.status === 'terminated') {
         return { status: 'succeeded', finalText: outcome.finalText, error: '' };
       }
