@@ -23,6 +23,8 @@ export interface CliOptions extends SidecarFeatureOptions {
   baseURL?: string;
   apiKey?: string;
   model: string;
+  /** `--api`: the model server's API, `responses` (default) or `chat` (Chat Completions). */
+  api: 'responses' | 'chat';
   stream: boolean;
   toolSearch: ToolSearchMode;
   flattenNamespaces: boolean;
@@ -67,6 +69,9 @@ Options:
   --base-url URL          a Responses API endpoint (default: OPENAI_BASE_URL; with neither a key nor
                           a URL, the embedded scripted model is used)
   --model NAME            the model (default: gpt-5.4; the embedded model ignores it)
+  --api API               responses (default) | chat: chat for servers that speak only Chat
+                          Completions (llama.cpp's server, LM Studio); same tools, streaming and
+                          argument repair, with client tool search and flattened namespaces
   --embedded              use the embedded scripted model even when OPENAI_API_KEY is set
   --stream / --no-stream  stream the model's responses over SSE (default: --stream)
   --tool-search MODE      hosted | client: how deferred tools are found (default: hosted for
@@ -136,6 +141,7 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
         'mcp-servers': { type: 'string' },
         'base-url': { type: 'string' },
         model: { type: 'string' },
+        api: { type: 'string' },
         embedded: { type: 'boolean' },
         stream: { type: 'boolean' },
         'no-stream': { type: 'boolean' },
@@ -173,7 +179,11 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
   const baseURL = parsed['base-url'] ?? (env.OPENAI_BASE_URL || undefined);
   const embedded = parsed.embedded === true || (!apiKey && !parsed['base-url']);
   const onOpenAI = !embedded && (!baseURL || new URL(baseURL).hostname === 'api.openai.com');
-  const toolSearch = parsed['tool-search'] ?? (onOpenAI ? 'hosted' : 'client');
+  const api = parsed.api ?? 'responses';
+  if (api !== 'responses' && api !== 'chat') throw new ToolRuntimeError('invalid_request', `--api must be "responses" or "chat", not "${api}"`);
+  if (api === 'chat' && embedded) throw new ToolRuntimeError('invalid_request', '--api chat needs --base-url URL (or OPENAI_API_KEY): the embedded model speaks the Responses API');
+  if (api === 'chat' && parsed['tool-search'] === 'hosted') throw new ToolRuntimeError('invalid_request', '--tool-search hosted is a Responses API feature; with --api chat tool search is the client\'s');
+  const toolSearch = parsed['tool-search'] ?? (onOpenAI && api === 'responses' ? 'hosted' : 'client');
   if (toolSearch !== 'hosted' && toolSearch !== 'client') {
     throw new ToolRuntimeError('invalid_request', `--tool-search must be "hosted" or "client", not "${toolSearch}"`);
   }
@@ -210,9 +220,11 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
     ...(baseURL && !embedded ? { baseURL } : {}),
     ...(apiKey ? { apiKey } : {}),
     model: parsed.model ?? 'gpt-5.4',
+    api,
     stream: parsed['no-stream'] !== true,
     toolSearch,
-    flattenNamespaces: parsed['flatten-namespaces'] === true,
+    // Chat Completions has no namespaces: their tools go as namespace__name.
+    flattenNamespaces: parsed['flatten-namespaces'] === true || api === 'chat',
     maxModelCalls,
     maxRetryAfterMs,
     streamIdleTimeoutMs,

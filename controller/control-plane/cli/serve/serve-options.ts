@@ -32,7 +32,7 @@ export interface ServeOptions {
   /** How long a stored approval waits before it expires as denied (ms). */
   approvalTimeoutMs: number;
   /** The model settings, as `npm start` reads them (only its model flags are accepted). */
-  model: Pick<CliOptions, 'embedded' | 'baseURL' | 'apiKey' | 'model' | 'stream' | 'toolSearch' | 'flattenNamespaces' | 'maxModelCalls'>;
+  model: Pick<CliOptions, 'embedded' | 'baseURL' | 'apiKey' | 'model' | 'api' | 'stream' | 'toolSearch' | 'flattenNamespaces' | 'maxModelCalls'>;
 }
 
 /** The `serve --help` text. */
@@ -60,7 +60,7 @@ Options:
   --approve WHEN             never | destructive | all: calls of job and scheduled turns that wait for an
                              operator (npm run controller -- approvals list|approve ID|deny ID); default destructive
   --approval-timeout-ms N    a stored approval nobody decides expires as denied after N ms (default 3600000)
-  --base-url URL, --model NAME, --embedded, --stream / --no-stream, --tool-search MODE,
+  --base-url URL, --model NAME, --api responses|chat, --embedded, --stream / --no-stream, --tool-search MODE,
   --flatten-namespaces, --max-model-calls N
                              the model, as for npm start (default: the embedded scripted model)
   --help                     this text
@@ -69,8 +69,8 @@ The agents file's entries:
 ${AGENTS_FILE_KEYS}`;
 
 const own = new Set(['--listen', '--data-dir', '--database', '--claim-expiry-s', '--agents', '--token-file', '--grace-ms', '--max-running-jobs', '--job-timeout-ms', '--max-running-tasks', '--task-timeout-ms', '--approve', '--approval-timeout-ms']);
-const modelFlags = new Set(['--base-url', '--model', '--embedded', '--stream', '--no-stream', '--tool-search', '--flatten-namespaces', '--max-model-calls']);
-const modelFlagsWithValue = new Set(['--base-url', '--model', '--tool-search', '--max-model-calls']);
+const modelFlags = new Set(['--base-url', '--model', '--api', '--embedded', '--stream', '--no-stream', '--tool-search', '--flatten-namespaces', '--max-model-calls']);
+const modelFlagsWithValue = new Set(['--base-url', '--model', '--api', '--tool-search', '--max-model-calls']);
 
 /**
  * Parses `serve`'s flags; the model flags go through `npm start`'s parser.
@@ -130,6 +130,7 @@ export function parseServeOptions(argv: string[], env: NodeJS.ProcessEnv): Serve
       ...(cli.baseURL ? { baseURL: cli.baseURL } : {}),
       ...(cli.apiKey ? { apiKey: cli.apiKey } : {}),
       model: cli.model,
+      api: cli.api,
       stream: cli.stream,
       toolSearch: cli.toolSearch,
       flattenNamespaces: cli.flattenNamespaces,
