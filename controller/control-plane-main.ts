@@ -6,9 +6,12 @@ import { runServe } from './control-plane/cli/serve/run-serve.js';
 import { runServersCommand } from './control-plane/cli/servers-command.js';
 import { startControllerTelemetry } from './telemetry/controller-telemetry.js';
 import { enterUserFolder } from '../src/user-folder.js';
+import { stopWithNpmParent } from '../src/stop-with-parent.js';
 
 // Relative paths (a workflow file, --agents, --data-dir) mean the folder npm was run in, not the package root.
 enterUserFolder(process.env);
+// Under npx or an npm script, stop (as on SIGTERM) when npm's shell is gone.
+stopWithNpmParent(process.env);
 
 /** What a command needs from its process; it returns the exit code. */
 interface CommandIo {
@@ -32,9 +35,10 @@ Commands:
   workflow run FILE.json | workflow resume RUN_ID    run one workflow to completion in this process
   workflow list | show RUN_ID | cancel RUN_ID       read or cancel runs in the store, as an operator
   serve --agents FILE                                run schedules, background jobs and workflows, serve ControlPlaneService
-Any command also takes --metrics-listen HOST:PORT (Prometheus metrics at /metrics); OTEL_* sends traces and metrics.
   approvals list | approve ID | deny ID              the calls of job and scheduled turns waiting for a decision
-  servers                                            the sidecars and control planes running here, with their token files`;
+  servers                                            the sidecars and control planes running here, with their token files
+
+Any command also takes --metrics-listen HOST:PORT (Prometheus metrics at /metrics); OTEL_* sends traces and metrics.`;
 
 const controller = new AbortController();
 const onSignal = (signal: NodeJS.Signals) => {
@@ -48,8 +52,10 @@ process.on('SIGTERM', onSignal);
 const [name, ...rest] = process.argv.slice(2);
 const command = name === undefined ? undefined : commands[name];
 if (!command) {
-  process.stderr.write(`${name === undefined || name === '--help' ? '' : `error: unknown command "${name}"\n\n`}${USAGE}\n`);
-  process.exitCode = name === '--help' ? 0 : 2;
+  // --help is asked for: stdout and 0; anything else is a usage error.
+  const help = name === '--help' || name === '-h';
+  (help ? process.stdout : process.stderr).write(`${name === undefined || help ? '' : `error: unknown command "${name}"\n\n`}${USAGE}\n`);
+  process.exitCode = help ? 0 : 2;
 } else {
   // Traces and metrics of the commands' turns when OTEL_* or --metrics-listen ADDR (any command;
   // taken out before the command parses its flags) asks; no OpenTelemetry module otherwise.

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { errorMessage, ToolRuntimeError, type Logger } from '../src/index.js';
 import type { Catalogs, CategoryCreator } from './categories/category.js';
 
@@ -80,7 +80,12 @@ export async function loadToolModules(specifiers: readonly string[], options: { 
   for (const specifier of specifiers) {
     const fail = (message: string, cause?: unknown) =>
       new ToolRuntimeError('invalid_request', `--tools ${specifier}: ${message}`, cause === undefined ? undefined : { cause });
-    const file = resolveToolModule(specifier, options.baseDir);
+    let file: string | undefined;
+    try {
+      file = resolveToolModule(specifier, options.baseDir);
+    } catch (error) {
+      throw fail(errorMessage(error), error);
+    }
     if (!file) throw fail(`cannot find the module (a path is resolved against ${options.baseDir}; a package name is looked up in node_modules from there)`);
     let namespace: { default?: unknown };
     try {
@@ -140,9 +145,16 @@ export function withToolCategories<T extends Catalogs>(catalogs: T, categories: 
   return { ...catalogs, text: [...catalogs.text, ...text], workflowTask: [...catalogs.workflowTask, ...workflowTask] };
 }
 
-/** The file `specifier` names, or undefined when there is none. */
+/**
+ * The file `specifier` names, or undefined when there is none. A `file:` specifier is either a URL
+ * (`file:///var/tmp/my%20tools/t.mjs`, escapes decoded) or, as npm writes them, a path after the
+ * scheme (`file:./tools.mjs`, `file:../shared/tools.mjs`), resolved against `baseDir`.
+ *
+ * @throws Error naming the file and the fix when a `file:` URL is malformed or an installed
+ *   package's package.json is not JSON.
+ */
 export function resolveToolModule(specifier: string, baseDir: string): string | undefined {
-  if (specifier.startsWith('file:')) return fileIfExists(new URL(specifier).pathname);
+  if (specifier.startsWith('file:')) return fileIfExists(filePath(specifier, baseDir));
   if (specifier.startsWith('.') || isAbsolute(specifier)) return fileIfExists(resolve(baseDir, specifier));
   const parts = specifier.split('/');
   const nameLength = specifier.startsWith('@') ? 2 : 1;
@@ -153,6 +165,25 @@ export function resolveToolModule(specifier: string, baseDir: string): string | 
     if (existsSync(join(packageDir, 'package.json'))) return packageEntry(packageDir, subpath);
     if (dirname(dir) === dir) return undefined;
   }
+}
+
+function filePath(specifier: string, baseDir: string): string {
+  const rest = specifier.slice('file:'.length);
+  // `file:/abs` and `file:///abs` are URLs; `file:./x` and `file:x` are npm's relative form.
+  if (rest.startsWith('/')) {
+    try {
+      return fileURLToPath(specifier);
+    } catch (error) {
+      throw new Error(`${specifier} is not a file URL this system takes (${errorMessage(error)}); give the path itself`);
+    }
+  }
+  let decoded = rest;
+  try {
+    decoded = decodeURIComponent(rest);
+  } catch {
+    // a literal "%" in a relative path: take it as written
+  }
+  return resolve(baseDir, decoded);
 }
 
 function fileIfExists(path: string): string | undefined {
@@ -167,7 +198,13 @@ type ExportTarget = string | { [condition: string]: ExportTarget } | null | unde
 
 /** The entry of an installed package for `subpath` ('' for the package itself): `exports`, else `main`. */
 function packageEntry(packageDir: string, subpath: string): string | undefined {
-  const manifest = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8')) as { exports?: ExportTarget | Record<string, ExportTarget>; main?: string };
+  const manifestPath = join(packageDir, 'package.json');
+  let manifest: { exports?: ExportTarget | Record<string, ExportTarget>; main?: string };
+  try {
+    manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as typeof manifest;
+  } catch (error) {
+    throw new Error(`the package's ${manifestPath} cannot be read as JSON (${errorMessage(error)}): fix or reinstall the package`);
+  }
   const key = subpath ? `./${subpath}` : '.';
   if (manifest.exports !== undefined && manifest.exports !== null) {
     const exportsMap = manifest.exports as Record<string, ExportTarget>;

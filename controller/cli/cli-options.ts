@@ -6,9 +6,10 @@ import { defaultDataDir } from '../control-plane/store/default-data-dir.js';
 import { resolveDatabaseOption } from '../control-plane/store/database-option.js';
 import type { ToolSearchMode } from '../loop/collect-provider-tools.js';
 import { nativeToolsFor, parseNativeToolsMode } from '../loop/native-tools.js';
+import { parseSidecarFeatureFlags, SIDECAR_FEATURE_USAGE, sidecarFeatureFlagOptions, type SidecarFeatureOptions } from './sidecar-feature-flags.js';
 
 /** The controller CLI's settings, after flags and environment. */
-export interface CliOptions {
+export interface CliOptions extends SidecarFeatureOptions {
   help: boolean;
   prompt: string;
   /** A workspace folder to use as is; a temporary copy of the sample workspace when absent. */
@@ -23,6 +24,8 @@ export interface CliOptions {
   baseURL?: string;
   apiKey?: string;
   model: string;
+  /** `--api`: the model server's API, `responses` (default) or `chat` (Chat Completions). */
+  api: 'responses' | 'chat';
   stream: boolean;
   toolSearch: ToolSearchMode;
   /** Offer the Responses API's own apply_patch and shell tools (`--native-tools`, resolved for the model). */
@@ -69,6 +72,9 @@ Options:
   --base-url URL          a Responses API endpoint (default: OPENAI_BASE_URL; with neither a key nor
                           a URL, the embedded scripted model is used)
   --model NAME            the model (default: gpt-5.4; the embedded model ignores it)
+  --api API               responses (default) | chat: chat for servers that speak only Chat
+                          Completions (llama.cpp's server, LM Studio); same tools, streaming and
+                          argument repair, with client tool search and flattened namespaces
   --embedded              use the embedded scripted model even when OPENAI_API_KEY is set
   --stream / --no-stream  stream the model's responses over SSE (default: --stream)
   --tool-search MODE      hosted | client: how deferred tools are found (default: hosted for
@@ -99,6 +105,8 @@ Options:
                           read-only or off (unconfined); see docs/sandbox.md
   --quiet                 print only the final answer
   --help                  this text
+
+${SIDECAR_FEATURE_USAGE}
 
 Environment: OPENAI_API_KEY (the key), OPENAI_BASE_URL (the endpoint), as the openai SDK reads them;
 OTEL_EXPORTER_OTLP_ENDPOINT and the other OTEL_* variables send traces and metrics to a collector.
@@ -140,6 +148,7 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
         'mcp-servers': { type: 'string' },
         'base-url': { type: 'string' },
         model: { type: 'string' },
+        api: { type: 'string' },
         embedded: { type: 'boolean' },
         stream: { type: 'boolean' },
         'no-stream': { type: 'boolean' },
@@ -157,6 +166,7 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
         approve: { type: 'string' },
         'metrics-listen': { type: 'string' },
         sandbox: { type: 'string' },
+        ...sidecarFeatureFlagOptions,
       },
     }).values;
   } catch (error) {
@@ -177,14 +187,20 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
   const baseURL = parsed['base-url'] ?? (env.OPENAI_BASE_URL || undefined);
   const embedded = parsed.embedded === true || (!apiKey && !parsed['base-url']);
   const onOpenAI = !embedded && (!baseURL || new URL(baseURL).hostname === 'api.openai.com');
-  const toolSearch = parsed['tool-search'] ?? (onOpenAI ? 'hosted' : 'client');
+  const api = parsed.api ?? 'responses';
+  if (api !== 'responses' && api !== 'chat') throw new ToolRuntimeError('invalid_request', `--api must be "responses" or "chat", not "${api}"`);
+  if (api === 'chat' && embedded) throw new ToolRuntimeError('invalid_request', '--api chat needs --base-url URL (or OPENAI_API_KEY): the embedded model speaks the Responses API');
+  if (api === 'chat' && parsed['tool-search'] === 'hosted') throw new ToolRuntimeError('invalid_request', '--tool-search hosted is a Responses API feature; with --api chat tool search is the client\'s');
+  const toolSearch = parsed['tool-search'] ?? (onOpenAI && api === 'responses' ? 'hosted' : 'client');
   if (toolSearch !== 'hosted' && toolSearch !== 'client') {
     throw new ToolRuntimeError('invalid_request', `--tool-search must be "hosted" or "client", not "${toolSearch}"`);
   }
   let nativeTools: boolean;
   try {
     const mode = parseNativeToolsMode(parsed['native-tools'] ?? 'auto');
-    nativeTools = nativeToolsFor(mode, { name: parsed.model ?? 'gpt-5.4', ...(embedded ? { baseURL: 'embedded' } : baseURL ? { baseURL } : {}) });
+    // Chat Completions has no tools of the provider's own: there, apply_patch is a function.
+    if (api === 'chat' && mode === 'on') throw new Error('the provider\'s own apply_patch and shell are Responses API tools; with --api chat they are functions');
+    nativeTools = api === 'responses' && nativeToolsFor(mode, { name: parsed.model ?? 'gpt-5.4', ...(embedded ? { baseURL: 'embedded' } : baseURL ? { baseURL } : {}) });
   } catch (error) {
     throw new ToolRuntimeError('invalid_request', `--native-tools: ${(error as Error).message}`);
   }
@@ -206,8 +222,10 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
   if (parsed['token-file'] && !parsed.sidecar) throw new ToolRuntimeError('invalid_request', '--token-file goes with --sidecar');
   if (parsed.sidecar && parsed.workspace) throw new ToolRuntimeError('invalid_request', '--workspace starts a sidecar; it cannot be used with --sidecar');
   if (parsed.sidecar && parsed['mcp-servers']) throw new ToolRuntimeError('invalid_request', '--mcp-servers goes to a sidecar this command starts; give it to the --sidecar one yourself');
+  const featureOptions = parseSidecarFeatureFlags(parsed, { runningSidecar: parsed.sidecar !== undefined });
   if (parsed.stream && parsed['no-stream']) throw new ToolRuntimeError('invalid_request', 'choose one of --stream and --no-stream');
   return {
+    ...featureOptions,
     help: parsed.help === true,
     prompt: parsed.prompt ?? DEFAULT_PROMPT,
     ...(parsed.workspace ? { workspace: parsed.workspace } : {}),
@@ -219,10 +237,12 @@ export function parseCliOptions(argv: string[], env: NodeJS.ProcessEnv): CliOpti
     ...(baseURL && !embedded ? { baseURL } : {}),
     ...(apiKey ? { apiKey } : {}),
     model: parsed.model ?? 'gpt-5.4',
+    api,
     stream: parsed['no-stream'] !== true,
     toolSearch,
     nativeTools,
-    flattenNamespaces: parsed['flatten-namespaces'] === true,
+    // Chat Completions has no namespaces: their tools go as namespace__name.
+    flattenNamespaces: parsed['flatten-namespaces'] === true || api === 'chat',
     maxModelCalls,
     maxRetryAfterMs,
     streamIdleTimeoutMs,

@@ -14,6 +14,18 @@ export { connectCliSidecar, type CliSidecar } from './cli-sidecar.js';
  * @throws what starting the embedded model throws; `aborted` when `signal` aborts.
  */
 export async function createCliModel(options: CliOptions, cleanups: Array<() => Promise<void>>, signal: AbortSignal): Promise<ResponsesModel> {
+  if (options.api === 'chat') {
+    // Chat Completions (--api chat): never the embedded model (the options refuse that).
+    const { createOpenAIChatModel } = await import('../model/openai-chat-model.js');
+    return createOpenAIChatModel({
+      model: options.model,
+      apiKey: options.apiKey ?? 'no-key',
+      ...(options.baseURL ? { baseURL: options.baseURL } : {}),
+      stream: options.stream,
+      maxRetryAfterMs: options.maxRetryAfterMs,
+      streamIdleTimeoutMs: options.streamIdleTimeoutMs,
+    });
+  }
   const loadingModel = import('../model/openai-responses-model.js');
   loadingModel.catch(() => {}); // awaited below; a failure surfaces there
   let baseURL = options.baseURL;

@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import { runtimePath } from '../../src/runtime-path.js';
 import type { CliOptions } from './cli-options.js';
 import { describeSidecarSandbox, spawnSidecar } from '../sidecar-client/spawn-sidecar.js';
+import { sidecarFeatureArgs } from './sidecar-feature-flags.js';
 
 // Kept light on purpose: `npm start` loads this module (and spawns the sidecar through it) before
 // the rest of the controller, so nothing here may import the src/ barrel, grpc-js or zod.
@@ -28,7 +29,7 @@ export interface CliSidecar {
  *   `signal` aborts; a file error for an unreadable `--token-file` or a failed copy.
  */
 export async function connectCliSidecar(
-  options: Pick<CliOptions, 'sidecar' | 'tokenFile' | 'workspace' | 'sandbox' | 'mcpServers'> & { dataDir?: string; hide?: readonly string[] },
+  options: Pick<CliOptions, 'sidecar' | 'tokenFile' | 'workspace' | 'sandbox' | 'mcpServers'> & Partial<Pick<CliOptions, 'features'>> & { dataDir?: string; hide?: readonly string[] },
   cleanups: Array<() => Promise<void>>,
   signal: AbortSignal,
   progress: (line: string) => void,
@@ -47,6 +48,8 @@ export async function connectCliSidecar(
     extraArgs.push('--state-dir', join(scratch, 'state'));
   }
   if (options.sandbox) extraArgs.push('--sandbox', options.sandbox);
+  // What its users would pass it by hand: tool modules, network, web, Brain, skills, hidden paths.
+  extraArgs.push(...sidecarFeatureArgs(options.features ?? {}));
   progress(`▶ starting the sidecar over ${workspace}`);
   // The model's commands must not read the control-plane store or the console's token.
   const hide = [...(options.dataDir ? [options.dataDir] : []), ...(options.hide ?? [])];

@@ -18,6 +18,9 @@ import { startControllerTelemetry } from '../telemetry/controller-telemetry.js';
 import { formatSessions, openSession, SESSION_USAGE, sessionHistoryEvents, takeSessionFlags, type SessionFlags } from './cli-sessions.js';
 import { openControlPlaneStore } from '../control-plane/store/open-control-plane-store.js';
 import { stopAtFromEnv } from '../loop/turn-step-seam.js';
+import { withTurnFeatures } from './with-turn-features.js';
+import { explainSidecarTlsFailure } from './explain-sidecar-failure.js';
+import { readFileSync } from 'node:fs';
 
 export type { CliIo } from './cli-io.js';
 
@@ -136,8 +139,11 @@ async function runOneTurn(
     io.stderr.write(`▶ console at ${started.linkWithToken}\n  (the token is in ${started.tokenFile}; the page keeps it, so later visits need only ${started.url})\n`);
   }
 
-  const client = createSidecarClient({ address, ...(token ? { token } : {}) });
-  cleanups.push(async () => client.close());
+  const ca = options.caFile ? readFileSync(options.caFile) : undefined;
+  const channel = createSidecarClient({ address, ...(token ? { token } : {}), ...(ca ? { tls: { ca } } : {}) });
+  cleanups.push(async () => channel.close());
+  // --brain / --enable-brain and --skill reach this turn and the workflow tasks it starts alike.
+  const client = withTurnFeatures(channel, options.turnFeatures);
   // The control-plane tools: answered here, as this turn's agent; a workflow the turn starts runs in
   // this process, and the CLI waits for it after the answer.
   const controlPlane = createTurnControlPlane({
@@ -164,10 +170,16 @@ async function runOneTurn(
       approve = recordApprovals(denyWithoutTerminal, onEvent, 'no-terminal');
     }
   }
-  const turn = await client.openTurn(
-    { agentId: options.agentId, turnId, kind: 'text', controlPlane: true, ...(approvalPolicy ? { approvalPolicy } : {}) },
-    { signal: turnSignal, onClientRequest: controlPlane.onClientRequest, ...(approve ? { approve } : {}) },
-  );
+  const turn = await client
+    .openTurn(
+      { agentId: options.agentId, turnId, kind: 'text', controlPlane: true, ...(approvalPolicy ? { approvalPolicy } : {}) },
+      { signal: turnSignal, onClientRequest: controlPlane.onClientRequest, ...(approve ? { approve } : {}) },
+    )
+    .catch(async (error: unknown) => {
+      // gRPC says "No connection established" whatever the cause: name TLS when it is the cause.
+      const tls = options.sidecar && isToolRuntimeError(error, 'sidecar_unavailable') ? await explainSidecarTlsFailure(address, { ...(ca ? { ca } : {}) }) : undefined;
+      throw tls ? new Error(tls, { cause: error }) : error;
+    });
   try {
     const run = () =>
       runTurn({
@@ -181,6 +193,7 @@ async function runOneTurn(
         signal: turnSignal,
         onEvent,
         turnId,
+        ...(options.instructions !== undefined ? { baseInstructions: options.instructions } : {}),
         ...(session ? { journal: session.journal } : {}),
         ...(session && io.env.TOOLS_RUNTIME_TEST_STOP_AT ? { stopAt: stopAtFromEnv(io.env, (line) => io.stderr.write(line))! } : {}),
       });

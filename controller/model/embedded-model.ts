@@ -23,7 +23,8 @@ export const EMBEDDED_MODEL_NAME = 'embedded-scripted';
  *
  * It is a SCRIPTED STAND-IN for a model, for demos and tests, not a language model: it plays a
  * fixed plan (write a todo list and list the files; read the README; complete the todos; answer
- * citing what the tools returned), derives its next step from the input items it receives
+ * citing what the tools returned), or, when the prompt names a tool ("call greet with name=Ada"),
+ * calls that tool (missing required arguments sampled from its schema) and answers with its output; derives its next step from the input items it receives
  * (stateless, like a real model), skips steps whose tool is not offered, and issues independent
  * calls together. The controller reaches it through the real `openai` client over real HTTP.
  *

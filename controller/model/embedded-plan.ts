@@ -8,6 +8,7 @@ import type { ResponseItem } from './responses-model.js';
 import { functionCallItem, messageItem } from './responses-wire.js';
 import { nativeAnswerLines, planNativeStep } from './embedded-native-plan.js';
 import { sampleJsonValue } from './sample-json-value.js';
+import { namedCallAnswer, namedCallArguments, namedCallIn, type NamedCall } from './embedded-named-call.js';
 
 /** A tool as offered in the request: the name to call, its namespace, its parameters. */
 interface OfferedTool {
@@ -81,11 +82,22 @@ function fileLines(text: string): string[] {
     .filter((line) => line.length > 0);
 }
 
+/** What the plans below see of a request: its input, the tools offered, the calls and their outputs. */
+interface PlanView {
+  input: ResponseItem[];
+  tools: Map<string, OfferedTool>;
+  calls: Array<ResponseItem & { call_id: string; name: string }>;
+  outputs: Map<string, string>;
+}
+
 /**
- * The next output items for a request `body` (`tools`, `input`): the plan is write a todo list
+ * The next output items for a request `body` (`tools`, `input`). One plan plays per turn, the
+ * first that applies: a workflow task submits a result; a prompt that names a tool ("call greet
+ * with name=Ada") calls it and reports what it returned; otherwise the survey: write a todo list
  * and list the files (together), read the README (and package.json when listed, together), mark
  * the todos completed, then answer citing what the tools returned. Steps whose tool is absent are
- * skipped; the step is derived from the calls already in `input`.
+ * skipped; the step is derived from the calls already in `input`. (A new plan is a function of
+ * `PlanView` tried in this order.)
  */
 export function planEmbeddedResponse(body: { tools?: unknown; input?: unknown }): ResponseItem[] {
   const input = (Array.isArray(body.input) ? body.input : []).filter(isJSONObject) as ResponseItem[];
@@ -111,6 +123,9 @@ export function planEmbeddedResponse(body: { tools?: unknown; input?: unknown })
   // A workflow task turn (submit_result is offered): submit a value that fits the task's schema.
   const submit = tools.get('submit_result');
   if (submit) return planTaskResponse(input, submit, callsOf('submit_result'), outputs, nextCall);
+  // The prompt names a tool: call it, then say what it returned.
+  const named = namedCallIn(promptOf(input));
+  if (named) return planNamedCall(named, { input, tools, calls, outputs });
 
   // Step 1: plan and look, together.
   if (callsOf('todo_write').length === 0 && callsOf('list_files').length === 0) {
@@ -121,9 +136,11 @@ export function planEmbeddedResponse(body: { tools?: unknown; input?: unknown })
     if (step.length > 0) return step;
   }
   const listing = callsOf('list_files').map((item) => outputs.get(item.call_id) ?? '').join('\n');
-  const listed = listing.split('\n').map((line) => line.trim()).filter((line) => line && !line.startsWith('['));
+  // "No files match ..." is list_files saying the workspace is empty, not a file.
+  const listed = listing.split('\n').map((line) => line.trim()).filter((line) => line && !line.startsWith('[') && !line.startsWith('No files match'));
   // Step 2: read the README (and package.json when listed), together.
-  if (callsOf('read_file').length === 0) {
+  const emptyWorkspace = callsOf('list_files').length > 0 && listed.length === 0;
+  if (callsOf('read_file').length === 0 && !emptyWorkspace) {
     const readme = listed.find((file) => /^readme(\.md)?$/i.test(file)) ?? listed.find((file) => file.toLowerCase().endsWith('.md')) ?? 'README.md';
     const step = present([
       call('read_file', { path: readme }),
@@ -139,8 +156,39 @@ export function planEmbeddedResponse(body: { tools?: unknown; input?: unknown })
     const step = present([call('todo_write', { todos: PLAN.map((item) => ({ ...item, status: 'completed' })) })]);
     if (step.length > 0) return step;
   }
-  const reads = callsOf('read_file').map((item) => ({ item, output: outputs.get(item.call_id) ?? '' }));
-  return [messageItem(answer(promptOf(input), listed, reads, tools.size, nativeAnswerLines(input)))];
+  return [messageItem(answer(promptOf(input), listed, { made: callsOf('list_files').length > 0 }, callsOf('read_file').map((item) => ({ item, output: outputs.get(item.call_id) ?? '' })), tools.size, nativeAnswerLines(input)))];
+}
+
+/** The tool a named call means: `name`, `namespace.name` or `namespace__name`. */
+function findNamed(tools: Map<string, OfferedTool>, name: string): OfferedTool | undefined {
+  const dot = name.lastIndexOf('.');
+  if (dot > 0) {
+    const [namespace, member] = [name.slice(0, dot), name.slice(dot + 1)];
+    for (const tool of tools.values()) if (tool.namespace === namespace && tool.callName === member) return tool;
+    return tools.get(`${namespace}__${member}`);
+  }
+  return tools.get(name);
+}
+
+/** A prompt that names a tool: call it once, then answer with what it returned (or that it is not offered). */
+function planNamedCall(named: NamedCall, view: PlanView): ResponseItem[] {
+  const made = view.calls[0];
+  if (made) {
+    return [messageItem(namedCallAnswer(named, { name: made.name, arguments: String(made.arguments), output: view.outputs.get(made.call_id) ?? '' }))];
+  }
+  const tool = findNamed(view.tools, named.tool);
+  if (!tool) {
+    const offered = [...new Set([...view.tools.values()].map((entry) => (entry.namespace ? `${entry.namespace}.${entry.callName}` : entry.callName)))];
+    return [messageItem(namedCallAnswer(named, { offered }))];
+  }
+  return [
+    functionCallItem({
+      callId: 'call_1',
+      name: tool.callName,
+      ...(tool.namespace ? { namespace: tool.namespace } : {}),
+      arguments: JSON.stringify(namedCallArguments(tool.parameters, named.given)),
+    }),
+  ];
 }
 
 /**
@@ -187,7 +235,7 @@ function parseManifest(body: string[]): { name: string; version?: string; descri
   }
 }
 
-function answer(prompt: string, listed: string[], reads: Array<{ item: ResponseItem; output: string }>, toolCount: number, nativeLines: string[] = []): string {
+function answer(prompt: string, listed: string[], listing: { made: boolean }, reads: Array<{ item: ResponseItem; output: string }>, toolCount: number, nativeLines: string[] = []): string {
   const lines = [`You asked: "${prompt.trim() || '(no prompt)'}"`, 'Here is what I found using the tools:'];
   if (listed.length > 0) {
     const shown = listed.slice(0, 12);
@@ -215,7 +263,8 @@ function answer(prompt: string, listed: string[], reads: Array<{ item: ResponseI
     }
   }
   lines.push(...nativeLines);
-  if (listed.length === 0 && reads.length === 0) {
+  if (listed.length === 0 && listing.made) lines.push('- list_files found no files: the workspace is empty.');
+  if (listed.length === 0 && reads.length === 0 && !listing.made) {
     lines.push(toolCount === 0 ? '- No tools were offered, so I could not look at the workspace.' : '- The workspace tools I use (list_files, read_file) were not offered.');
   }
   lines.push('(Answer from the embedded scripted model, a stand-in for a real one.)');

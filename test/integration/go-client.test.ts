@@ -46,13 +46,11 @@ describe('a Go client built from the proto alone', needs, () => {
     const gopath = join(scratch, 'gopath');
     mkdirSync(join(gopath, 'src', 'turnclient'), { recursive: true });
     copyFileSync(join(root, 'test/fixtures/go/turn_client.go'), join(gopath, 'src', 'turnclient', 'main.go'));
-    // No go_package option in the proto (it is language-neutral): map the files to a GOPATH package here.
-    const mapping = ['sidecar', 'control_plane'].map((file) => `Mtoolruntime/v1/${file}.proto=toolruntime/v1;toolruntimev1`);
+    // The proto's own go_package (toolruntime/v1;toolruntimev1) places the code: no M options.
     execFileSync('/usr/bin/protoc', [
       `-I${join(root, 'proto')}`,
       `--go_out=paths=source_relative:${join(gopath, 'src')}`,
       `--go-grpc_out=paths=source_relative:${join(gopath, 'src')}`,
-      ...mapping.flatMap((m) => [`--go_opt=${m}`, `--go-grpc_opt=${m}`]),
       join(root, 'proto/toolruntime/v1/sidecar.proto'),
       join(root, 'proto/toolruntime/v1/control_plane.proto'),
     ]);

@@ -103,9 +103,15 @@ export async function runApprovalsCommand(args: string[], io: CliIo): Promise<nu
     } else {
       // A unique prefix of a pending approval's id will do, as people copy ids shortened.
       const pending = (await unary(client.listApprovals, { agentId: '', pendingOnly: true })).approvals.map((approval) => approval.approvalId);
-      const matches = pending.includes(id!) ? [id!] : pending.filter((approvalId) => approvalId.startsWith(id!));
+      let matches = pending.includes(id!) ? [id!] : pending.filter((approvalId) => approvalId.startsWith(id!));
+      if (matches.length === 0) {
+        // No pending one: a prefix of one decided or expired is sent whole, so the answer is the
+        // server's "no longer pending: it is denied", not "no approval" for an id that exists.
+        const all = (await unary(client.listApprovals, { agentId: '', pendingOnly: false })).approvals.map((approval) => approval.approvalId);
+        matches = all.includes(id!) ? [id!] : all.filter((approvalId) => approvalId.startsWith(id!));
+      }
       if (matches.length > 1) {
-        io.stderr.write(`error: ${matches.length} pending approvals start with "${id}" (${matches.join(', ')}); give more of the id\n`);
+        io.stderr.write(`error: ${matches.length} approvals start with "${id}" (${matches.join(', ')}); give more of the id\n`);
         return 1;
       }
       const { approval } = await unary(client.decideApproval, { approvalId: matches[0] ?? id!, approved: action === 'approve', reason: values.reason ?? '' });

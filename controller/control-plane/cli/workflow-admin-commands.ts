@@ -6,18 +6,25 @@ import type { CliIo } from '../../cli/cli-io.js';
 import { answerControlRequest } from '../grpc/answer-control-request.js';
 import { defaultDataDir } from '../store/default-data-dir.js';
 import { openControlPlaneStore, resolveDatabaseOption } from '../store/open-control-plane-store.js';
+import type { ControlPlaneStore } from '../domain/control-plane-store.js';
 
 /** The usage of the operator's workflow commands. */
 export const WORKFLOW_ADMIN_USAGE = `Usage: npm run controller -- workflow list [--agent-id ID] [--limit N] [STORE]
        npm run controller -- workflow show RUN_ID [STORE]
        npm run controller -- workflow cancel RUN_ID [--reason TEXT] [STORE]
+RUN_ID: a run's id, or a prefix of it that only one run has
 STORE: --data-dir DIR (the SQLite store; default ~/.local/state/tools-runtime/controller), or
        --database postgres://... (default DATABASE_URL): the store several controllers share
 
 Reads (and for cancel, changes) the control-plane store directly, as an operator: every agent's runs
-unless --agent-id names one. Prints JSON (one run a line for list; show adds each attempt and the
-runner that claimed it). A cancelled run's task turns stop at once when this process runs them,
+unless --agent-id names one. Prints JSON with the proto's snake_case field names (one run a line for
+list; show adds each attempt and the runner that claimed it). A cancelled run's task turns stop at once when this process runs them,
 else at their runner's next claim renewal (within a second).`;
+
+/** `startedAt` -> `started_at`: the JSON output uses the proto's snake_case names throughout. */
+function snakeCaseKeys(value: object): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(value).map(([key, field]) => [key.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`), field]));
+}
 
 /** A run as printed: states by name, results parsed. */
 function printable(run: WorkflowRun | undefined): unknown {
@@ -77,12 +84,6 @@ export async function runWorkflowAdminCommand(sub: 'list' | 'show' | 'cancel', a
     return 2;
   }
   const agentId = values['agent-id'] ?? '';
-  const request: ControlRequest['request'] =
-    sub === 'list'
-      ? { $case: 'listWorkflows', value: { agentId, limit } }
-      : sub === 'show'
-        ? { $case: 'showWorkflow', value: { agentId, runId } }
-        : { $case: 'cancelWorkflow', value: { agentId, runId, reason: values.reason ?? 'cancelled by an operator' } };
   let store;
   try {
     const database = resolveDatabaseOption(values.database, io.env);
@@ -92,6 +93,44 @@ export async function runWorkflowAdminCommand(sub: 'list' | 'show' | 'cancel', a
     return 1;
   }
   try {
+    return await answer(sub, store, { agentId, limit, reason: values.reason, runId: await wholeRunId(store, runId, agentId) }, io);
+  } catch (error) {
+    io.stderr.write(`error: ${errorMessage(error)}\n`);
+    return 1;
+  } finally {
+    await store.close();
+  }
+}
+
+/** The most runs a prefix is looked up among (the newest first). */
+const PREFIX_SCAN = 10_000;
+
+/**
+ * The run `given` names: itself when a run has that id, else the one run whose id starts with it
+ * (as `approvals` takes an id's prefix); as given when none does (the handler then says "no run").
+ *
+ * @throws Error when several runs start with it.
+ */
+async function wholeRunId(store: ControlPlaneStore, given: string, agentId: string): Promise<string> {
+  if (given === '' || (await store.workflows.getRun(given))) return given;
+  const matches = (await store.workflows.listRuns({ ...(agentId ? { agentId } : {}), limit: PREFIX_SCAN })).filter((run) => run.runId.startsWith(given));
+  if (matches.length > 1) throw new Error(`${matches.length} workflow runs start with "${given}" (${matches.slice(0, 5).map((run) => run.runId).join(', ')}${matches.length > 5 ? ', …' : ''}); give more of the id`);
+  return matches[0]?.runId ?? given;
+}
+
+async function answer(
+  sub: 'list' | 'show' | 'cancel',
+  store: ControlPlaneStore,
+  { agentId, limit, reason, runId }: { agentId: string; limit: number; reason: string | undefined; runId: string },
+  io: CliIo,
+): Promise<number> {
+  const request: ControlRequest['request'] =
+    sub === 'list'
+      ? { $case: 'listWorkflows', value: { agentId, limit } }
+      : sub === 'show'
+        ? { $case: 'showWorkflow', value: { agentId, runId } }
+        : { $case: 'cancelWorkflow', value: { agentId, runId, reason: reason ?? 'cancelled by an operator' } };
+  {
     const { reply } = await answerControlRequest({ store, request: { request } });
     switch (reply?.$case) {
       case 'listWorkflows':
@@ -100,7 +139,7 @@ export async function runWorkflowAdminCommand(sub: 'list' | 'show' | 'cancel', a
       case 'showWorkflow': {
         // The operator's view adds the attempt log: when each attempt ran, how it ended, and which runner (host:pid:id) claimed it.
         const attempts = reply.value.run ? await store.workflows.listAttempts(reply.value.run.runId) : [];
-        io.stdout.write(`${JSON.stringify({ ...(printable(reply.value.run) as object), attempts }, null, 2)}\n`);
+        io.stdout.write(`${JSON.stringify({ ...(printable(reply.value.run) as object), attempts: attempts.map(snakeCaseKeys) }, null, 2)}\n`);
         return 0;
       }
       case 'cancelWorkflow':
@@ -114,7 +153,5 @@ export async function runWorkflowAdminCommand(sub: 'list' | 'show' | 'cancel', a
         io.stderr.write('error: the control plane gave no answer\n');
         return 1;
     }
-  } finally {
-    await store.close();
   }
 }

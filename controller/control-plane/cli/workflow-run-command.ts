@@ -30,9 +30,12 @@ Options:
   --data-dir DIR   the SQLite control-plane store (default ~/.local/state/tools-runtime/controller)
   --database URL   postgres://... : the PostgreSQL store several controllers share instead
                    (default DATABASE_URL; the same rule as workflow list, serve and npm start)
-  and the model and sidecar flags of npm start: --workspace, --sidecar, --token-file, --base-url,
-  --model, --embedded, --stream/--no-stream, --tool-search, --flatten-namespaces,
-  --max-model-calls (per task turn), --agent-id, --quiet
+  and the model and sidecar flags of npm start: --workspace, --sidecar, --token-file, --ca-file,
+  --base-url, --model, --embedded, --stream/--no-stream, --tool-search, --flatten-namespaces,
+  --max-model-calls (per task turn), --agent-id, --quiet; and what the task turns get:
+  --brain DIR (the started sidecar's knowledge base; task turns get recall and get_page),
+  --enable-brain (with --sidecar: the running sidecar's), --skills DIR and --skill NAME,
+  --web-fetch, --network MODE, --tools MODULE (a category that opts in to task turns), --hide PATH
 
 \`workflow resume\` runs a run that is still running in the store: committed tasks are kept, tasks
 whose runner is gone (killed, or its claim ran out) run again as new attempts, and a task a live

@@ -123,6 +123,11 @@ describe('stored approvals under controller serve', () => {
     expect(done.finalText).toContain('Error (denied)');
     expect(done.finalText).toContain('an operator denied it: not in production');
     expect(existsSync(join(workspace, 'denied.txt'))).toBe(false);
+    // A prefix of an approval that is no longer pending says so, as the whole id does.
+    const late = await approvals('approve', pending.approval_id.slice(0, 8));
+    expect(late.code).toBe(1);
+    expect(late.stderr).toContain(`${pending.approval_id} is no longer pending: it is denied`);
+    expect(pending.approval_id).toMatch(/^appr-/);
     const all = await approvals('list', '--all', '--json');
     expect(all.stdout.trim().split('\n').map((line) => (JSON.parse(line) as { state: string }).state)).toEqual(['denied', 'approved']);
   }, 120_000);

@@ -76,11 +76,15 @@ describe('npm run controller -- workflow run', () => {
     const listed = list.out().trim().split('\n').map((line) => JSON.parse(line) as { run_id: string; state: string; tasks: unknown[] });
     expect(listed).toHaveLength(1);
     expect(listed[0]).toMatchObject({ name: 'good', agent_id: 'cli-agent', state: 'succeeded', tasks: [{ id: 'a', state: 'committed' }, { id: 'b', state: 'committed' }] });
-    const show = controller(['workflow', 'show', listed[0]!.run_id, '--data-dir', join(scratch, 'data-good')]);
+    // A prefix of the id will do, as for approvals.
+    const show = controller(['workflow', 'show', listed[0]!.run_id.slice(0, 8), '--data-dir', join(scratch, 'data-good')]);
     expect(await show.exited, show.err()).toBe(0);
-    const shown = JSON.parse(show.out()) as { attempts: Array<{ taskId: string; attempt: number; outcome: string; owner: string }> };
-    // Each attempt names the runner that claimed it: this `workflow run` process (host:pid:id).
-    expect(shown.attempts.map((a) => [a.taskId, a.attempt, a.outcome])).toEqual([['a', 1, 'committed'], ['b', 1, 'committed']]);
+    const shown = JSON.parse(show.out()) as { run_id: string; attempts: Array<{ task_id: string; attempt: number; outcome: string; owner: string; started_at: string }> };
+    expect(shown.run_id).toBe(listed[0]!.run_id);
+    // Each attempt names the runner that claimed it: this `workflow run` process (host:pid:id); snake_case as the rest.
+    expect(shown.attempts.map((a) => [a.task_id, a.attempt, a.outcome])).toEqual([['a', 1, 'committed'], ['b', 1, 'committed']]);
+    expect(typeof shown.attempts[0]!.started_at).toBe('string');
+    expect(show.out()).not.toMatch(/"[a-z]+[A-Z]\w*":/);
     expect(new Set(shown.attempts.map((a) => a.owner)).size).toBe(1);
     expect(shown.attempts[0]!.owner).toMatch(new RegExp(`^${hostname()}:\\d+:\\w+$`));
     const cancel = controller(['workflow', 'cancel', listed[0]!.run_id, '--data-dir', join(scratch, 'data-good')]);
@@ -156,7 +160,7 @@ describe('the operator\'s workflow commands on PostgreSQL', requirePostgres('the
       }
       const show = controller(['workflow', 'show', runId, '--database', url]);
       expect(await show.exited, show.err()).toBe(0);
-      expect(JSON.parse(show.out())).toMatchObject({ run_id: runId, state: 'running', tasks: [{ id: 'a', state: 'running' }], attempts: [{ taskId: 'a', attempt: 1, owner: 'far-host:7:abc' }] });
+      expect(JSON.parse(show.out())).toMatchObject({ run_id: runId, state: 'running', tasks: [{ id: 'a', state: 'running' }], attempts: [{ task_id: 'a', attempt: 1, owner: 'far-host:7:abc' }] });
       const cancel = controller(['workflow', 'cancel', runId, '--database', url, '--reason', 'operator stop']);
       expect(await cancel.exited, cancel.err()).toBe(0);
       expect(JSON.parse(cancel.out())).toMatchObject({ state: 'cancelled', error: 'operator stop', tasks: [{ id: 'a', state: 'cancelled' }] });

@@ -4,6 +4,8 @@ import { errorMessage, ToolRuntimeError, type Logger } from '../../../../src/ind
 import { createSidecarClient, type SidecarClient } from '../../../sidecar-client/create-sidecar-client.js';
 import { spawnSidecar, type SpawnedSidecar } from '../../../sidecar-client/spawn-sidecar.js';
 import type { AgentSidecarEntry } from './read-agents-file.js';
+import { sidecarFeatureArgs } from '../../../cli/sidecar-feature-flags.js';
+import { withTurnFeatures } from '../../../cli/with-turn-features.js';
 
 /**
  * The sidecar of each agent a `serve` process runs turns for: a client per agent, over a sidecar
@@ -15,6 +17,7 @@ export class AgentSidecars {
   readonly #spawned: SpawnedSidecar[] = [];
   readonly #closers: SidecarClient[] = [];
   readonly #addresses: Array<{ agentId: string; address: string; token?: string }> = [];
+  readonly #instructions = new Map<string, string>();
 
   private constructor() {}
 
@@ -43,12 +46,14 @@ export class AgentSidecars {
               ...(entry.sandbox ? ['--sandbox', entry.sandbox] : []),
               ...(entry.mcpServers ? ['--mcp-servers', entry.mcpServers] : []),
               ...(entry.limits ? ['--limits', entry.limits] : []),
+              ...sidecarFeatureArgs(entry.features),
             ];
             const spawned = await spawnSidecar({ workspace: entry.workspace, extraArgs, hide: options.hide ?? [], ...(entry.user ? { user: entry.user } : {}), signal: options.signal });
             sidecars.#spawned.push(spawned);
             const client = createSidecarClient({ address: spawned.address, token: spawned.token });
             sidecars.#closers.push(client);
-            sidecars.#clients.set(agentId, client);
+            sidecars.#clients.set(agentId, withTurnFeatures(client, entry.turnFeatures));
+            if (entry.instructions !== undefined) sidecars.#instructions.set(agentId, entry.instructions);
             sidecars.#addresses.push({ agentId, address: spawned.address, token: spawned.token });
             options.logger.info('sidecar started', { agentId, workspace: entry.workspace, address: spawned.address, ...(entry.user ? { uid: entry.user.uid } : {}) });
             void spawned.sandbox.then((event) => {
@@ -59,14 +64,16 @@ export class AgentSidecars {
           }
           // Without a token file: the token a sidecar started by hand listed for its address.
           const token = entry.tokenFile ? await readToken(entry.tokenFile) : findLocalServerToken(entry.address, { kind: 'sidecar' });
-          const key = `${entry.address}\u0000${token ?? ''}`;
+          const ca = entry.caFile ? await readCa(entry.caFile) : undefined;
+          const key = `${entry.address}\u0000${token ?? ''}\u0000${entry.caFile ?? ''}`;
           let client = byAddress.get(key);
           if (!client) {
-            client = createSidecarClient({ address: entry.address, ...(token ? { token } : {}) });
+            client = createSidecarClient({ address: entry.address, ...(token ? { token } : {}), ...(ca ? { tls: { ca } } : {}) });
             byAddress.set(key, client);
             sidecars.#closers.push(client);
           }
-          sidecars.#clients.set(agentId, client);
+          sidecars.#clients.set(agentId, withTurnFeatures(client, entry.turnFeatures));
+          if (entry.instructions !== undefined) sidecars.#instructions.set(agentId, entry.instructions);
           sidecars.#addresses.push({ agentId, address: entry.address, ...(token ? { token } : {}) });
         }),
       );
@@ -93,6 +100,11 @@ export class AgentSidecars {
     return client;
   }
 
+  /** The system prompt the agents file gives `agentId`'s job and scheduled turns, if any. */
+  instructionsFor(agentId: string): string | undefined {
+    return this.#instructions.get(agentId);
+  }
+
   /** Where each agent's sidecar listens (and its token), for health checks (the web console). */
   sidecarAddresses(): Array<{ agentId: string; address: string; token?: string }> {
     return [...this.#addresses];
@@ -102,6 +114,14 @@ export class AgentSidecars {
   async close(): Promise<void> {
     for (const client of this.#closers) client.close();
     await Promise.all(this.#spawned.map((sidecar) => sidecar.stop({ graceMs: 5_000 })));
+  }
+}
+
+async function readCa(path: string): Promise<Buffer> {
+  try {
+    return await readFile(path);
+  } catch (error) {
+    throw new ToolRuntimeError('invalid_request', `cannot read the CA file ${path}: ${errorMessage(error)}`);
   }
 }
 

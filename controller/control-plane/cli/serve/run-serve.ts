@@ -101,6 +101,7 @@ export async function runServe(io: ServeIo): Promise<number> {
       logger,
       runTurn: sidecarJobTurns({
         clientFor: (agentId) => sidecars.clientFor(agentId),
+        instructionsFor: (agentId) => sidecars.instructionsFor(agentId),
         ...onTurnEvent,
         model,
         store,
@@ -196,6 +197,10 @@ export async function runServe(io: ServeIo): Promise<number> {
 
 async function createModel(options: ServeOptions, cleanups: Array<() => Promise<void>>): Promise<ResponsesModel> {
   const settings = options.model;
+  if (settings.api === 'chat') {
+    const { createOpenAIChatModel } = await import('../../../model/openai-chat-model.js');
+    return createOpenAIChatModel({ model: settings.model, apiKey: settings.apiKey ?? 'no-key', ...(settings.baseURL ? { baseURL: settings.baseURL } : {}), stream: settings.stream });
+  }
   let baseURL = settings.baseURL;
   if (settings.embedded) {
     const embedded = await startEmbeddedModel();

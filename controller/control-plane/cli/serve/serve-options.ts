@@ -3,6 +3,7 @@ import { checkHostPort } from '../../../../src/cli-usage.js';
 import { ToolRuntimeError } from '../../../../src/index.js';
 import { defaultDataDir } from '../../store/default-data-dir.js';
 import { resolveDatabaseOption } from '../../store/open-control-plane-store.js';
+import { AGENTS_FILE_KEYS } from './read-agents-file.js';
 
 /** The settings of `controller serve`. */
 export interface ServeOptions {
@@ -31,7 +32,7 @@ export interface ServeOptions {
   /** How long a stored approval waits before it expires as denied (ms). */
   approvalTimeoutMs: number;
   /** The model settings, as `npm start` reads them (only its model flags are accepted). */
-  model: Pick<CliOptions, 'embedded' | 'baseURL' | 'apiKey' | 'model' | 'stream' | 'toolSearch' | 'flattenNamespaces' | 'maxModelCalls'>;
+  model: Pick<CliOptions, 'embedded' | 'baseURL' | 'apiKey' | 'model' | 'api' | 'stream' | 'toolSearch' | 'flattenNamespaces' | 'maxModelCalls'>;
 }
 
 /** The `serve --help` text. */
@@ -46,7 +47,7 @@ Options:
   --database URL             postgres://... : a PostgreSQL store shared with other controllers (default DATABASE_URL; neither: SQLite in --data-dir)
   --claim-expiry-s N         a claim on a job turn or workflow task attempt lasts N s unrenewed (default 60): its controller
                              renews it while the turn runs, and one that died has its work run elsewhere after N s
-  --agents FILE              JSON: {"AGENT_ID": {"address": "HOST:PORT", "tokenFile": "F"} | {"workspace": "DIR"}, ...}
+  --agents FILE              JSON: {"AGENT_ID": ENTRY, ...}, each ENTRY one of the forms below
   --token-file FILE          the token every RPC needs ("authorization: Bearer <first line of FILE>"); without it a
                              token is generated at start and written 0600 to DATA_DIR/tokens/control-plane-ADDR.token,
                              where \`approvals\` finds it (removed at exit)
@@ -59,14 +60,17 @@ Options:
   --approve WHEN             never | destructive | all: calls of job and scheduled turns that wait for an
                              operator (npm run controller -- approvals list|approve ID|deny ID); default destructive
   --approval-timeout-ms N    a stored approval nobody decides expires as denied after N ms (default 3600000)
-  --base-url URL, --model NAME, --embedded, --stream / --no-stream, --tool-search MODE,
+  --base-url URL, --model NAME, --api responses|chat, --embedded, --stream / --no-stream, --tool-search MODE,
   --flatten-namespaces, --max-model-calls N
                              the model, as for npm start (default: the embedded scripted model)
-  --help                     this text`;
+  --help                     this text
+
+The agents file's entries:
+${AGENTS_FILE_KEYS}`;
 
 const own = new Set(['--listen', '--data-dir', '--database', '--claim-expiry-s', '--agents', '--token-file', '--grace-ms', '--max-running-jobs', '--job-timeout-ms', '--max-running-tasks', '--task-timeout-ms', '--approve', '--approval-timeout-ms']);
-const modelFlags = new Set(['--base-url', '--model', '--embedded', '--stream', '--no-stream', '--tool-search', '--flatten-namespaces', '--max-model-calls']);
-const modelFlagsWithValue = new Set(['--base-url', '--model', '--tool-search', '--max-model-calls']);
+const modelFlags = new Set(['--base-url', '--model', '--api', '--embedded', '--stream', '--no-stream', '--tool-search', '--flatten-namespaces', '--max-model-calls']);
+const modelFlagsWithValue = new Set(['--base-url', '--model', '--api', '--tool-search', '--max-model-calls']);
 
 /**
  * Parses `serve`'s flags; the model flags go through `npm start`'s parser.
@@ -126,6 +130,7 @@ export function parseServeOptions(argv: string[], env: NodeJS.ProcessEnv): Serve
       ...(cli.baseURL ? { baseURL: cli.baseURL } : {}),
       ...(cli.apiKey ? { apiKey: cli.apiKey } : {}),
       model: cli.model,
+      api: cli.api,
       stream: cli.stream,
       toolSearch: cli.toolSearch,
       flattenNamespaces: cli.flattenNamespaces,

@@ -17,6 +17,8 @@ import type { ControlPlaneStore } from '../../domain/control-plane-store.js';
 /** Options of `sidecarJobTurns`. */
 export interface SidecarJobTurnsOptions {
   clientFor: (agentId: string) => SidecarClient;
+  /** The agent's own system prompt (the agents file's `instructions`), instead of the default one. */
+  instructionsFor?: (agentId: string) => string | undefined;
   /** Each job turn's typed events (the web console records them). */
   onTurnEvent?: (turn: { turnId: string; agentId: string; kind: string; label: string }, event: TurnEvent) => void;
   model: ResponsesModel;
@@ -92,7 +94,8 @@ export function sidecarJobTurns(options: SidecarJobTurnsOptions): RunJobTurn {
       },
     );
     try {
-      const outcome = await runTurn({ model: options.model, turn, prompt: job.prompt, signal, turnId, journal, ...options.turnOptions, ...(onEvent ? { onEvent } : {}) });
+      const instructions = options.instructionsFor?.(job.agentId);
+      const outcome = await runTurn({ model: options.model, turn, prompt: job.prompt, signal, turnId, journal, ...options.turnOptions, ...(onEvent ? { onEvent } : {}), ...(instructions !== undefined ? { baseInstructions: instructions } : {}) });
       if (deadline.aborted && !jobSignal.aborted && outcome.status !== 'completed' && outcome.status !== 'terminated') {
         return { status: 'failed', finalText: outcome.finalText, error: `the job's turn ran past its ${maxTurnMs} ms bound and was aborted` };
       }

@@ -5,7 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createControlPlaneServer } from '../../../../../../controller/control-plane/grpc/control-plane-server.js';
 import { MAX_AGENTS, readAgentsFile } from '../../../../../../controller/control-plane/cli/serve/read-agents-file.js';
-import { parseServeOptions } from '../../../../../../controller/control-plane/cli/serve/serve-options.js';
+import { parseServeOptions, SERVE_USAGE } from '../../../../../../controller/control-plane/cli/serve/serve-options.js';
 import { silentLogger } from '../../../../../../src/index.js';
 import { controlPlaneClient } from '../../../../../fixtures/control-plane-client.js';
 
@@ -22,14 +22,38 @@ describe('readAgentsFile', () => {
   it('maps agent ids to a running sidecar or a workspace, paths read from the file\'s folder', async () => {
     const agents = await readAgentsFile(file('agents.json', JSON.stringify({ 'agent-a': { address: '127.0.0.1:7000', tokenFile: 'a.token' }, 'agent-b': { workspace: 'ws' } })));
     expect([...agents]).toEqual([
-      ['agent-a', { kind: 'address', address: '127.0.0.1:7000', tokenFile: join(dir, 'a.token') }],
-      ['agent-b', { kind: 'workspace', workspace: join(dir, 'ws') }],
+      ['agent-a', { kind: 'address', address: '127.0.0.1:7000', tokenFile: join(dir, 'a.token'), turnFeatures: {} }],
+      ['agent-b', { kind: 'workspace', workspace: join(dir, 'ws'), features: {}, turnFeatures: {} }],
     ]);
+  });
+
+  it("gives a started sidecar what its flags would (tools, network, web, Brain, skills, hidden paths) and each agent's turns their Brain, skills, instructions and TLS CA", async () => {
+    writeFileSync(join(dir, 'prompt.md'), 'You are the research agent.\n');
+    const agents = await readAgentsFile(
+      file(
+        'features.json',
+        JSON.stringify({
+          started: { workspace: 'ws', tools: ['./my-tools.js', 'some-package'], network: 'allow:example.com', webFetch: true, brain: 'notes', skills: 'skills', hide: ['secret'], enabledSkills: ['pdf'], instructionsFile: 'prompt.md' },
+          running: { address: '127.0.0.1:7001', caFile: 'ca.pem', enableBrain: true, instructions: 'Be brief.' },
+        }),
+      ),
+    );
+    expect(agents.get('started')).toEqual({
+      kind: 'workspace',
+      workspace: join(dir, 'ws'),
+      features: { tools: [join(dir, 'my-tools.js'), 'some-package'], network: 'allow:example.com', webFetch: true, brain: join(dir, 'notes'), skills: join(dir, 'skills'), hide: [join(dir, 'secret')] },
+      turnFeatures: { brainEnabled: true, enabledSkills: ['pdf'] },
+      instructions: 'You are the research agent.\n',
+    });
+    expect(agents.get('running')).toEqual({ kind: 'address', address: '127.0.0.1:7001', caFile: join(dir, 'ca.pem'), turnFeatures: { brainEnabled: true }, instructions: 'Be brief.' });
+    await expect(readAgentsFile(file('tools-remote.json', '{"a": {"address": "x:1", "tools": ["./t.js"]}}'))).rejects.toThrow(/wrong at a/);
+    await expect(readAgentsFile(file('both-instructions.json', '{"a": {"workspace": "w", "instructions": "x", "instructionsFile": "y"}}'))).rejects.toThrow(/both instructions and instructionsFile/);
+    await expect(readAgentsFile(file('network.json', '{"a": {"workspace": "w", "network": "wide"}}'))).rejects.toThrow(/network is "off", "on" or "allow:HOST,..."/);
   });
 
   it('passes a workspace agent\'s MCP servers file on, resolved from the file\'s folder', async () => {
     const agents = await readAgentsFile(file('mcp-agents.json', JSON.stringify({ 'agent-m': { workspace: 'ws', mcpServers: 'mcp.json' } })));
-    expect(agents.get('agent-m')).toEqual({ kind: 'workspace', workspace: join(dir, 'ws'), mcpServers: join(dir, 'mcp.json') });
+    expect(agents.get('agent-m')).toEqual({ kind: 'workspace', workspace: join(dir, 'ws'), mcpServers: join(dir, 'mcp.json'), features: {}, turnFeatures: {} });
   });
 
   it('passes a workspace agent\'s limits on as its sidecar\'s --limits, and refuses what is not one', async () => {
@@ -41,7 +65,7 @@ describe('readAgentsFile', () => {
 
   it('takes a user (UID or UID:GID) for a workspace agent, with a stateDir that user can write', async () => {
     const agents = await readAgentsFile(file('users.json', JSON.stringify({ a: { workspace: 'wa', stateDir: 'sa', user: '1001' }, b: { workspace: 'wb', stateDir: 'sb', user: '1002:50' } })));
-    expect(agents.get('a')).toEqual({ kind: 'workspace', workspace: join(dir, 'wa'), stateDir: join(dir, 'sa'), user: { uid: 1001, gid: 1001 } });
+    expect(agents.get('a')).toEqual({ kind: 'workspace', workspace: join(dir, 'wa'), stateDir: join(dir, 'sa'), user: { uid: 1001, gid: 1001 }, features: {}, turnFeatures: {} });
     expect(agents.get('b')).toMatchObject({ user: { uid: 1002, gid: 50 } });
     await expect(readAgentsFile(file('no-state.json', '{"a": {"workspace": "w", "user": "1001"}}'))).rejects.toThrow(/gives agent "a" a user but no stateDir/);
     await expect(readAgentsFile(file('name.json', '{"a": {"workspace": "w", "stateDir": "s", "user": "alice"}}'))).rejects.toThrow(/user is "UID" or "UID:GID"/);
@@ -74,6 +98,12 @@ describe('parseServeOptions', () => {
     expect(() => parseServeOptions(['--agents', 'a.json', '--prompt', 'hi'], {})).toThrow(/serve does not take "--prompt"/);
     expect(() => parseServeOptions(['--agents', 'a.json', '--grace-ms', 'soon'], {})).toThrow(/--grace-ms must be an integer/);
     expect(() => parseServeOptions(['--agents'], {})).toThrow(/--agents needs a value/);
+  });
+
+  it("--help lists every key of the agents file's entries", () => {
+    for (const key of ['address', 'tokenFile', 'caFile', 'enableBrain', 'workspace', 'stateDir', 'sandbox', 'user', 'mcpServers', 'tools', 'network', 'webFetch', 'brain', 'skills', 'hide', 'enabledSkills', 'instructions', 'instructionsFile']) {
+      expect(SERVE_USAGE).toContain(`"${key}"`);
+    }
   });
 });
 
