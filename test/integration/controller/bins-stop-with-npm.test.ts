@@ -82,8 +82,8 @@ describe('controller --help', () => {
     expect(code).toBe(0);
     const lines = stdout.split('\n');
     const commands = lines.findIndex((line) => line === 'Commands:');
-    expect(lines.slice(commands + 1, commands + 5).every((line) => /^ {2}(workflow|serve|approvals) /.test(line))).toBe(true);
-    expect(lines[commands + 5]).toBe('');
-    expect(lines[commands + 6]).toMatch(/^Any command also takes --metrics-listen/);
+    expect(lines.slice(commands + 1, commands + 6).every((line) => /^ {2}(workflow|serve|approvals|servers) /.test(line))).toBe(true);
+    expect(lines[commands + 6]).toBe('');
+    expect(lines[commands + 7]).toMatch(/^Any command also takes --metrics-listen/);
   }, 30_000);
 });

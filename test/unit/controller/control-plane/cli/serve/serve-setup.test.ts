@@ -58,7 +58,7 @@ describe('readAgentsFile', () => {
 
   it('passes a workspace agent\'s limits on as its sidecar\'s --limits, and refuses what is not one', async () => {
     const agents = await readAgentsFile(file('limits-agents.json', JSON.stringify({ small: { workspace: 'ws', limits: 'memory=1G,pids=256' }, free: { workspace: 'ws', limits: 'off' } })));
-    expect(agents.get('small')).toEqual({ kind: 'workspace', workspace: join(dir, 'ws'), limits: 'memory=1G,pids=256' });
+    expect(agents.get('small')).toMatchObject({ kind: 'workspace', workspace: join(dir, 'ws'), limits: 'memory=1G,pids=256' });
     expect(agents.get('free')).toMatchObject({ limits: 'off' });
     await expect(readAgentsFile(file('bad-limits.json', '{"a": {"workspace": "w", "limits": "memory=1G; rm -rf /"}}'))).rejects.toThrow(/limits is "off" or "memory=SIZE/);
   });
