@@ -3,6 +3,7 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { runToExit } from '../../fixtures/run-to-exit.js';
+import { testSandboxArgs } from '../../fixtures/test-sandbox.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -11,7 +12,7 @@ describe('npm start -- --native-tools on', () => {
     const env = { ...process.env };
     delete env.OPENAI_API_KEY;
     delete env.OPENAI_BASE_URL;
-    const { code, stdout, stderr } = await runToExit('npm', ['start', '--silent', '--', '--native-tools', 'on', '--approve', 'never', '--prompt', 'Look around'], { cwd: root, env });
+    const { code, stdout, stderr } = await runToExit('npm', ['start', '--silent', '--', '--native-tools', 'on', '--approve', 'never', '--prompt', 'Look around', ...testSandboxArgs()], { cwd: root, env });
     expect(code, stderr).toBe(0);
     expect(stderr).toContain('Running `ls -A`');
     expect(stdout).toMatch(/shell ran 2 commands: `ls -A` \(exit 0\): [^;]+; `wc -l README\.md` \(exit 0\): \d+ README\.md/);
