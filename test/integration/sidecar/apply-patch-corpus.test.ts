@@ -26,7 +26,9 @@ describe('apply_patch corpus over gRPC', () => {
     mkdirSync(workspace);
     mkdirSync(outside);
     sidecar = await startSidecar({
-      args: ['--workspace', workspace, '--state-dir', join(dir, 'state'), ...corpusHidden.flatMap((name) => ['--hide', join(workspace, name)]), '--log-level', 'error'],
+      // workspace-write even where bubblewrap is missing: apply_patch needs no sandbox of its own, and
+      // its git-metadata rule is workspace-write's (under `off` nothing guards .git from commands either).
+      args: ['--workspace', workspace, '--state-dir', join(dir, 'state'), '--sandbox', 'workspace-write', ...corpusHidden.flatMap((name) => ['--hide', join(workspace, name)]), '--log-level', 'error'],
     });
     turn = await openTurn(createClient(sidecar.address), 'agent-patch');
   }, 60_000);
