@@ -1,5 +1,5 @@
 import { fstatSync, type Stats } from 'node:fs';
-import { errorMessage, ToolRuntimeError } from '../src/index.js';
+import { errorMessage, ToolRuntimeError } from '../src/errors.js';
 
 /** A lifeline on stdin, checked and armed by `openStdinLifeline`. */
 export interface StdinLifeline {

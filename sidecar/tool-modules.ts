@@ -1,7 +1,8 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { errorMessage, ToolRuntimeError, type Logger } from '../src/index.js';
+import { errorMessage, ToolRuntimeError } from '../src/errors.js';
+import type { Logger } from '../src/logger.js';
 import type { Catalogs, CategoryCreator } from './categories/category.js';
 
 /**

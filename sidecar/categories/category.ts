@@ -1,5 +1,6 @@
-import { ToolRuntimeError, type WorkerAgentTool } from '../../src/index.js';
-import { toolKey } from '../../src/schema/collect-tool-schemas.js';
+import { ToolRuntimeError } from '../../src/errors.js';
+import type { WorkerAgentTool } from '../../src/tool/worker-agent-tool.js';
+import { toolKey } from '../../src/tool/tool-key.js';
 import type { CategoryConfig } from './category-config.js';
 import type { TurnSandbox } from './computer/sandbox/sandbox-policy.js';
 import type { ControlChannel } from '../turn/client-requests.js';

@@ -1,4 +1,4 @@
-import { truncateMiddle } from '../../src/index.js';
+import { truncateMiddle } from '../../src/text/truncate-middle.js';
 import type { ContentPart, ToolResult, TurnResponse } from '../../src/gen/toolruntime/v1/sidecar.js';
 
 /** Room kept for tags, lengths, flags and the duration of a message. */

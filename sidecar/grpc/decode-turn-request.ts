@@ -1,4 +1,4 @@
-import { errorMessage } from '../../src/index.js';
+import { errorMessage } from '../../src/errors.js';
 import { TurnRequest } from '../../src/gen/toolruntime/v1/sidecar.js';
 
 const UNDECODABLE = Symbol('undecodable');

@@ -1,5 +1,5 @@
 import { status, type StatusObject } from '@grpc/grpc-js';
-import { errorMessage, isToolRuntimeError } from '../../src/index.js';
+import { errorMessage, isToolRuntimeError } from '../../src/errors.js';
 
 /** A gRPC status with a message that says why: the one place errors become statuses. */
 export function toGrpcStatus(error: unknown, fallbackCode: status = status.INTERNAL): Pick<StatusObject, 'code' | 'details'> {

@@ -1,5 +1,6 @@
 import { status, type ServerDuplexStream } from '@grpc/grpc-js';
-import { errorMessage, type Logger } from '../../src/index.js';
+import { errorMessage } from '../../src/errors.js';
+import type { Logger } from '../../src/logger.js';
 import { ClientReply, type ToolDefinition, type TurnRequest, type TurnResponse } from '../../src/gen/toolruntime/v1/sidecar.js';
 import type { TurnContext } from '../categories/category.js';
 import type { TurnEventSource, TurnSession } from '../turn/turn-session.js';

@@ -1,4 +1,5 @@
-import { truncateMiddle, type AgentToolResult, type ContentPart } from '../../src/index.js';
+import { truncateMiddle } from '../../src/text/truncate-middle.js';
+import type { AgentToolResult, ContentPart } from '../../src/tool/tool-result.js';
 import type { CallErrorCode, CallResult } from './turn-event.js';
 
 /** The longest error message a result carries (it appears twice: in `error` and in `content`). */

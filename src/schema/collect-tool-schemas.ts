@@ -3,6 +3,7 @@ import { ToolRuntimeError } from '../errors.js';
 import type { JSONObject } from '../json.js';
 import type { ExecutionMode, NativeToolKind, WorkerAgentTool } from '../tool/worker-agent-tool.js';
 import { toStrictJSONSchema } from './strict-schema.js';
+import { toolKey } from '../tool/tool-key.js';
 import { zodToJSONSchema } from './zod-to-json-schema.js';
 
 /** One tool's definition as the model (and the wire) sees it: plain data, no functions. */
@@ -26,10 +27,8 @@ export interface ToolSchema {
   nativeTool?: NativeToolKind;
 }
 
-/** The key a tool is found by in one turn: `namespace.name`, or the bare name. */
-export function toolKey(name: string, namespace?: string): string {
-  return namespace ? `${namespace}.${name}` : name;
-}
+// In its own module so that code which only names tools (the catalogs) does not load zod with this one.
+export { toolKey } from '../tool/tool-key.js';
 
 // Tools are rebuilt every turn but their Zod schemas are usually module constants: caching on both
 // keeps a repeated assembly at a couple of WeakMap lookups per tool.

@@ -5,7 +5,7 @@ import { sharedProcessGroupReaper, type ProcessGroupReaper } from './process-gro
 import { SANDBOX_PROXY_PORT, SANDBOX_PROXY_SOCKET, type JoinNetwork } from './bwrap-argv.js';
 import { networkProxyFor } from './network-proxy.js';
 import { describeNetwork, type SandboxPolicy } from './sandbox-policy.js';
-import { ToolRuntimeError } from '../../../../src/index.js';
+import { ToolRuntimeError } from '../../../../src/errors.js';
 import { sandboxProbe, sandboxUnavailableError } from './sandbox-probe.js';
 import { spawnPrepared } from './start-process.js';
 

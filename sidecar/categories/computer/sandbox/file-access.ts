@@ -1,6 +1,6 @@
 import { lstatSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { ToolRuntimeError } from '../../../../src/index.js';
+import { ToolRuntimeError } from '../../../../src/errors.js';
 import { gitMetadataOf } from './git-metadata.js';
 import type { SandboxPolicy } from './sandbox-policy.js';
 

@@ -5,7 +5,7 @@ import { connect, isIP, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Duplex } from 'node:stream';
-import { ToolRuntimeError } from '../../../../src/index.js';
+import { ToolRuntimeError } from '../../../../src/errors.js';
 import { isPrivateAddress } from '../../../../src/private-address.js';
 import type { ProxyEndpoint } from './bwrap-argv.js';
 import { bare, hostAllowed, targetAllowed } from './allow-entry.js';

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
-import { ToolRuntimeError } from '../../../../src/index.js';
+import { ToolRuntimeError } from '../../../../src/errors.js';
 import { buildSandboxArgv } from './bwrap-argv.js';
 
 /**
