@@ -3,7 +3,8 @@ import { readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { errorMessage, ToolRuntimeError, type LogLevel } from '../src/index.js';
+import { errorMessage, ToolRuntimeError } from '../src/errors.js';
+import type { LogLevel } from '../src/logger.js';
 import type { BrainLimits } from './categories/brain/brain-protocol.js';
 import { defaultCommandEnvAllowList, type SidecarConfig } from './sidecar-config.js';
 import { defaultSidecarLimits, type SidecarLimits } from './sidecar-limits.js';
@@ -13,7 +14,7 @@ import { isLoopbackAddress } from '../src/grpc-server/listen-address.js';
 import { localServersDir } from '../src/local-servers.js';
 import { checkHostPort, parseArgsMessage } from '../src/cli-usage.js';
 import { parseAllowEntry } from './categories/computer/sandbox/allow-entry.js';
-import { readMcpServersFile } from './categories/mcp/mcp-servers-file.js';
+import type { McpServerSpec } from './categories/mcp/mcp-servers-file.js';
 import { mcpFlags, parseMcpFlags, type McpCliOptions } from './mcp/parse-mcp-flags.js';
 import type { SidecarTls } from './server.js';
 
@@ -140,7 +141,26 @@ const existingDir = (flag: string, path: string) => {
  * @throws SidecarUsageError on an unknown flag, a missing `--workspace`, a bad number or value, an
  *   unreadable file.
  */
-export function parseSidecarArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): SidecarCliOptions {
+/**
+ * `parseSidecarArgs` for the CLI: loads the `--mcp-servers` reader (and zod with it) only when the
+ * flag is there.
+ *
+ * @throws SidecarUsageError for a bad flag or file.
+ */
+export async function loadSidecarArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<SidecarCliOptions> {
+  const named = argv.some((arg) => arg === '--mcp-servers' || arg.startsWith('--mcp-servers='));
+  const files = named ? { readMcpServersFile: (await import('./categories/mcp/mcp-servers-file.js')).readMcpServersFile } : {};
+  return parseSidecarArgs(argv, env, files);
+}
+
+/**
+ * Parses the sidecar's flags, reading the files they name. `--mcp-servers` is read with
+ * `files.readMcpServersFile` (its validation holds zod, which a sidecar without the flag does not
+ * load: `loadSidecarArgs` passes it only then).
+ *
+ * @throws SidecarUsageError for a bad flag or file.
+ */
+export function parseSidecarArgs(argv: string[], env: NodeJS.ProcessEnv = process.env, files: { readMcpServersFile?: (path: string) => McpServerSpec[] } = {}): SidecarCliOptions {
   let values: { [K in keyof typeof flags]?: (typeof flags)[K] extends { multiple: true } ? string[] : (typeof flags)[K]['type'] extends 'boolean' ? boolean : string };
   try {
     values = parseArgs({ args: argv, options: flags, strict: true, allowPositionals: false }).values as typeof values;
@@ -223,7 +243,8 @@ export function parseSidecarArgs(argv: string[], env: NodeJS.ProcessEnv = proces
   if (values.skills) config.skillsDir = existingDir('skills', values.skills);
   if (values['mcp-servers']) {
     try {
-      config.mcpServers = readMcpServersFile(values['mcp-servers']);
+      if (!files.readMcpServersFile) throw new Error('no reader for --mcp-servers was given (use loadSidecarArgs)');
+      config.mcpServers = files.readMcpServersFile(values['mcp-servers']);
     } catch (error) {
       throw new SidecarUsageError(errorMessage(error));
     }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readMcpServersFile } from '../../../../sidecar/categories/mcp/mcp-servers-file.js';
-import { parseSidecarArgs } from '../../../../sidecar/parse-sidecar-args.js';
+import { loadSidecarArgs, parseSidecarArgs } from '../../../../sidecar/parse-sidecar-args.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mcp-args-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -49,19 +49,19 @@ describe('readMcpServersFile', () => {
       { name: 'local', description: 'Tools of the MCP server "local".', trusted: true, timeoutMs: 60_000, transport: 'stdio', command: 'npx', args: ['-y', 'some-server'], env: { A: 'b' }, cwd: join(dir, 'sub') },
       { name: 'remote', description: 'Tools of the MCP server "remote".', trusted: false, timeoutMs: 5_000, transport: 'http', url: 'https://mcp.example.com/mcp', headers: { 'X-Team': 'a', Authorization: 'Bearer tok-123' }, secretFiles: [join(dir, 'api.token')] },
     ]);
-    const parsed = parseSidecarArgs(['--workspace', dir, '--mcp-servers', path], {});
+    const parsed = parseSidecarArgs(['--workspace', dir, '--mcp-servers', path], {}, { readMcpServersFile });
     expect(parsed.config.mcpServers).toHaveLength(2);
     // The token file is out of the sandbox's reach, as the sidecar's own secrets are.
     expect(parsed.config.sandbox?.hide).toEqual(expect.arrayContaining([join(dir, 'api.token'), path]));
   });
 
-  it('refuses a bad file in one line that says where', () => {
+  it('refuses a bad file in one line that says where', async () => {
     expect(() => readMcpServersFile(join(dir, 'missing.json'))).toThrow(/cannot read it as JSON/);
     expect(() => readMcpServersFile(file('shape.json', { servers: {} }))).toThrow(/wrong at .*Expected \{"mcpServers"/);
     expect(() => readMcpServersFile(file('both.json', { mcpServers: { a: { command: 'x', url: 'http://h/' } } }))).toThrow(/wrong at mcpServers.a/);
     expect(() => readMcpServersFile(file('name.json', { mcpServers: { 'my.server': { command: 'x' } } }))).toThrow(/server name "my.server" becomes its tools' namespace/);
     expect(() => readMcpServersFile(file('scheme.json', { mcpServers: { a: { url: 'file:///etc/passwd' } } }))).toThrow(/wrong at mcpServers.a/);
     expect(() => readMcpServersFile(file('header.json', { mcpServers: { a: { url: 'http://h/', headerFiles: { Authorization: 'nope.token' } } } }))).toThrow(/cannot read the Authorization header file nope.token/);
-    expect(() => parseSidecarArgs(['--workspace', dir, '--mcp-servers', join(dir, 'missing.json')], {})).toThrow(/--mcp-servers .*missing.json/);
+    await expect(loadSidecarArgs(['--workspace', dir, '--mcp-servers', join(dir, 'missing.json')], {})).rejects.toThrow(/--mcp-servers .*missing.json/);
   });
 });
