@@ -1,13 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync } from 'node:fs';
 import { registerLocalServer, type LocalServerRegistration } from '../src/local-servers.js';
-import { createJsonLogger, errorMessage, isToolRuntimeError, type Logger } from '../src/index.js';
+import { createJsonLogger, type Logger } from '../src/logger.js';
+import { errorMessage, isToolRuntimeError } from '../src/errors.js';
 import type { Catalogs } from './categories/category.js';
 import type { SidecarConfig } from './sidecar-config.js';
 import { openStdinLifeline, type StdinLifeline } from './open-stdin-lifeline.js';
-import { parseSidecarArgs, sidecarHelpRequested, type SidecarCliOptions } from './parse-sidecar-args.js';
-import { describeProbe, sandboxReport } from './sandbox-report.js';
-import { sandboxProber } from './categories/computer/sandbox/sandbox-probe.js';
+import { loadSidecarArgs, sidecarHelpRequested, type SidecarCliOptions } from './parse-sidecar-args.js';
 import { createSidecarServer } from './server.js';
 import { loadToolModules, withToolCategories, type LoadedToolCategory } from './tool-modules.js';
 import type { McpHttpListener } from './mcp/mcp-http-listener.js';
@@ -37,7 +36,7 @@ export async function runSidecarCli(
   let parsed: SidecarCliOptions;
   let lifeline: StdinLifeline | undefined;
   try {
-    parsed = parseSidecarArgs(argv);
+    parsed = await loadSidecarArgs(argv);
     // Checked before anything starts: a stdin that is no pipe is a usage error, not a later surprise.
     if (parsed.exitOnStdinEof) lifeline = openStdinLifeline();
     mkdirSync(parsed.config.stateDir, { recursive: true });
@@ -192,7 +191,10 @@ export async function runSidecarCli(
  * try is, and a recovery prints a new sandbox line (the controller shows it) and logs it.
  */
 function reportSandbox(config: SidecarConfig, logger: Logger, toStdout: boolean): void {
-  void sandboxReport(config).then((report) => {
+  // Loaded here, after the listening line: the sandbox's modules (bwrap's argv, the proxy, the
+  // limits) are not on the start-up path. The process tools wait for the same probe.
+  void Promise.all([import('./sandbox-report.js'), import('./categories/computer/sandbox/sandbox-probe.js')]).then(async ([{ describeProbe, sandboxReport }, { sandboxProber }]) => {
+    const report = await sandboxReport(config);
     if (toStdout) process.stdout.write(`${JSON.stringify(report)}\n`);
     const { event: _event, ...fields } = report;
     if (!report.ok) logger.error(`sandbox unavailable (retrying in ${report.retryInS ?? '?'} s: ${report.cause}): run_command and every process-starting tool refuse each call`, fields);
@@ -210,5 +212,8 @@ function reportSandbox(config: SidecarConfig, logger: Logger, toStdout: boolean)
       logger.info('sandbox ready after a retry', nextFields);
       if (toStdout) process.stdout.write(`${JSON.stringify(next)}\n`);
     });
+  }).catch((error: unknown) => {
+    // The process tools load the same modules and refuse their calls with this error.
+    logger.error('the sandbox could not be checked: process tools refuse their calls', { error: errorMessage(error) });
   });
 }

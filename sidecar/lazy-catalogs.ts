@@ -8,11 +8,12 @@ export type ClosableCatalogs = Catalogs & { close?(): void | Promise<void> };
 
 /**
  * Catalogs whose module loads after the sidecar listens: `load()` (the tool categories, their
- * schemas, picomatch, child_process, https, worker_threads ...) is not on the path to the listening
- * line. Call `warm()` once the server listens: it starts the load (and with it what `create` starts
- * at once, such as the Brain index) without waiting for a turn. A turn that opens earlier waits for
- * it; a failed load fails that turn's assembly (and the next one tries again). After `close()`
- * nothing more is made.
+ * schemas, zod, picomatch, child_process, https, worker_threads ...) is not on the path to the
+ * listening line. Call `warm()` once the server listens: it starts the load (and with it what
+ * `create` starts at once, such as the Brain index) without waiting for a turn, or, with
+ * `warm: 'when-something-starts'`, only when something must start at once. A turn that opens
+ * earlier waits for it; a failed load fails that turn's assembly (and the next one tries again).
+ * After `close()` nothing more is made.
  *
  * Each catalog is one creator that runs the real catalog in order, so a turn's tools and
  * instructions are exactly the real catalogs'.
@@ -21,6 +22,12 @@ export function createLazyCatalogs<T extends ClosableCatalogs>(options: {
   load: () => Promise<(config: SidecarConfig, options: { logger: Logger }) => T>;
   config: SidecarConfig;
   logger: Logger;
+  /**
+   * What `warm()` does: `always` loads; `when-something-starts` loads only when the catalogs hold
+   * something that must start with the sidecar (see `catalogsStartAtOnce`), and otherwise leaves
+   * the load to the first turn, so an idle sidecar holds neither the categories nor zod. Default `always`.
+   */
+  warm?: 'always' | 'when-something-starts';
 }): ClosableCatalogs & { warm(): void } {
   let real: Promise<T> | undefined;
   let made: T | undefined;
@@ -47,6 +54,7 @@ export function createLazyCatalogs<T extends ClosableCatalogs>(options: {
     text: [runReal],
     workflowTask: [runReal],
     warm() {
+      if (options.warm === 'when-something-starts' && !catalogsStartAtOnce(options.config)) return;
       catalogs().catch((error: unknown) => {
         if (!closed) options.logger.error('loading the tool catalogs failed', { error: errorMessage(error) });
       });
@@ -58,6 +66,15 @@ export function createLazyCatalogs<T extends ClosableCatalogs>(options: {
       await made?.close?.();
     },
   };
+}
+
+/**
+ * Whether the catalogs hold something that must start with the sidecar rather than with its first
+ * turn: the Brain index (`--brain`, built in the background from start-up) and mounted MCP servers
+ * (`--mcp-servers`, connected before a turn needs their tools).
+ */
+export function catalogsStartAtOnce(config: SidecarConfig): boolean {
+  return config.brainDir !== undefined || (config.mcpServers?.length ?? 0) > 0;
 }
 
 /** `promise`, or a rejection with ToolRuntimeError `aborted` as soon as `signal` aborts. */

@@ -10,7 +10,9 @@ enterUserFolder(process.env);
 // Under npx or an npm script, stop (drain, as on SIGTERM) when npm's shell is gone.
 stopWithNpmParent(process.env);
 
-// The tool categories load once the sidecar listens (warm()), off the path to the listening line.
+// The tool categories (and zod with them) load with the first turn, off the path to the listening
+// line and out of an idle sidecar's memory; at once after listening only when something in them
+// must start with the sidecar (--brain, --mcp-servers).
 await runSidecarCli(process.argv.slice(2), {
-  createCatalogs: (config, { logger }) => createLazyCatalogs({ load: async () => (await import('./tool-sets.js')).createCatalogs, config, logger }),
+  createCatalogs: (config, { logger }) => createLazyCatalogs({ load: async () => (await import('./tool-sets.js')).createCatalogs, config, logger, warm: 'when-something-starts' }),
 });

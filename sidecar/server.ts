@@ -1,5 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
-import { ToolRuntimeError, type Logger } from '../src/index.js';
+import { errorMessage, ToolRuntimeError } from '../src/errors.js';
+import type { Logger } from '../src/logger.js';
 import type { Catalogs } from './categories/category.js';
 import type { SidecarConfig } from './sidecar-config.js';
 import { createTokenInterceptor } from '../src/grpc-server/auth-interceptor.js';
@@ -9,8 +10,6 @@ import { addLazyReflection } from '../src/grpc-server/lazy-reflection.js';
 import { bindFailureMessage } from '../src/cli-usage.js';
 import { boundAddress, isLoopbackAddress } from '../src/grpc-server/listen-address.js';
 import { createSidecarService } from './grpc/sidecar-service.js';
-import { sandboxReport } from './sandbox-report.js';
-import { sandboxProber } from './categories/computer/sandbox/sandbox-probe.js';
 import { mcpServerHealthName, watchMcpServerStatus } from './categories/mcp/mcp-server-status.js';
 import type { SidecarTelemetry } from './telemetry/sidecar-telemetry.js';
 
@@ -100,13 +99,20 @@ export function createSidecarServer(options: {
       const real = boundAddress(address, port);
       if ((config.sandbox?.mode ?? 'workspace-write') !== 'off') {
         health.setStatus(SANDBOX_HEALTH_SERVICE, 'NOT_SERVING');
-        // A failed probe is retried with backoff (sandbox-probe.ts): health follows each answer.
-        stopWatchingProbe = sandboxProber().onChange((probe) => {
-          if (!closing) health.setStatus(SANDBOX_HEALTH_SERVICE, probe.ok ? 'SERVING' : 'NOT_SERVING');
-        });
-        void sandboxReport(config).then((report) => {
-          if (report.ok && !closing) health.setStatus(SANDBOX_HEALTH_SERVICE, 'SERVING');
-        });
+        // The sandbox's modules load now that the server listens, off the start-up path. A failed
+        // probe is retried with backoff (sandbox-probe.ts): health follows each answer.
+        void Promise.all([import('./sandbox-report.js'), import('./categories/computer/sandbox/sandbox-probe.js')]).then(
+          ([{ sandboxReport }, { sandboxProber }]) => {
+            if (closing) return;
+            stopWatchingProbe = sandboxProber().onChange((probe) => {
+              if (!closing) health.setStatus(SANDBOX_HEALTH_SERVICE, probe.ok ? 'SERVING' : 'NOT_SERVING');
+            });
+            void sandboxReport(config).then((report) => {
+              if (report.ok && !closing) health.setStatus(SANDBOX_HEALTH_SERVICE, 'SERVING');
+            });
+          },
+          (error: unknown) => logger.error('the sandbox could not be checked: it stays NOT_SERVING', { error: errorMessage(error) }),
+        );
       }
       // A mounted MCP server that is down shows in health (NOT_SERVING under its own name), not only
       // as tools missing from the next turn.

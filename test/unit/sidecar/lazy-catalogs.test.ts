@@ -45,6 +45,30 @@ describe('createLazyCatalogs', () => {
     }
   });
 
+  it("with warm 'when-something-starts', warm() loads only for a Brain index or mounted MCP servers; a turn loads either way", async () => {
+    const make = (extra: Partial<ReturnType<typeof config>>) => {
+      let loads = 0;
+      const lazy = createLazyCatalogs({
+        load: async () => {
+          loads += 1;
+          return () => ({ text: [], workflowTask: [] });
+        },
+        config: { ...config(), ...extra },
+        logger: silentLogger,
+        warm: 'when-something-starts',
+      });
+      lazy.warm();
+      return { lazy, loads: () => loads };
+    };
+    const plain = make({});
+    expect(plain.loads()).toBe(0);
+    await assembleToolSet(plain.lazy, testContext(config()));
+    expect(plain.loads()).toBe(1);
+    expect(make({ brainDir: temp.dir }).loads()).toBe(1);
+    expect(make({ mcpServers: [{ name: 'm', description: 'd', trusted: false, timeoutMs: 1_000, transport: 'stdio', command: 'true', args: [], env: {} }] }).loads()).toBe(1);
+    expect(make({ mcpServers: [] }).loads()).toBe(0);
+  });
+
   it('fails a turn whose load fails, logs a failed warm-up, and tries again on the next turn', async () => {
     const errors: string[] = [];
     const logger: Logger = { ...silentLogger, error: (message, fields) => errors.push(`${message} ${JSON.stringify(fields)}`) };
