@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
-import { ServerReflectionService, type ServerReflectionRequest, type ServerReflectionResponse } from '../gen/grpc/reflection/v1/reflection.js';
-import { errorMessage } from '../index.js';
+import type { ServerReflectionRequest, ServerReflectionResponse } from '../gen/grpc/reflection/v1/reflection.js';
+import { errorMessage } from '../errors.js';
 import type { ReflectionDescriptors } from './reflection-descriptors.js';
 
 /** The two versions of the reflection service: v1alpha's messages are v1's, field for field. */
@@ -22,31 +22,44 @@ export interface LazyReflectionOptions {
  */
 export function addLazyReflection(server: grpc.Server, options: LazyReflectionOptions): void {
   const services = [...options.services, ...REFLECTION_SERVICES];
-  let loading: Promise<ReflectionDescriptors> | undefined;
+  let loading: Promise<Loaded> | undefined;
   const load = () =>
-    (loading ??= import('./reflection-descriptors.js').then(
-      ({ createReflectionDescriptors }) => createReflectionDescriptors(services),
+    (loading ??= Promise.all([import('./reflection-descriptors.js'), import('../gen/grpc/reflection/v1/reflection.js')]).then(
+      ([{ createReflectionDescriptors }, messages]) => ({ descriptors: createReflectionDescriptors(services), messages }),
       (error: unknown) => {
         loading = undefined;
         throw error;
       },
     ));
 
-  const handler: grpc.handleBidiStreamingCall<ServerReflectionRequest, ServerReflectionResponse> = (call) => {
+  // Frames stay bytes until the first request has loaded the messages' code: the generated
+  // reflection module is not on a server's start-up path either.
+  const handler: grpc.handleBidiStreamingCall<Buffer, Buffer> = (call) => {
     let queue = Promise.resolve();
     let failed = false;
-    call.on('data', (request: ServerReflectionRequest) => {
+    const fail = (code: grpc.status, details: string) => {
+      failed = true;
+      call.emit('error', { code, details });
+    };
+    call.on('data', (frame: Buffer) => {
       queue = queue.then(async () => {
         if (failed || call.cancelled) return;
-        let descriptors: ReflectionDescriptors;
+        let loaded: Loaded;
         try {
-          descriptors = await load();
+          loaded = await load();
         } catch (error) {
-          failed = true;
-          call.emit('error', { code: grpc.status.INTERNAL, details: `server reflection is unavailable: ${errorMessage(error)}` });
+          fail(grpc.status.INTERNAL, `server reflection is unavailable: ${errorMessage(error)}`);
           return;
         }
-        if (!call.cancelled && !call.writableEnded) call.write(answer(descriptors, request));
+        let request: ServerReflectionRequest;
+        try {
+          request = loaded.messages.ServerReflectionRequest.decode(frame);
+        } catch (error) {
+          fail(grpc.status.INVALID_ARGUMENT, `a ${frame.length}-byte frame is not a ServerReflectionRequest (${errorMessage(error).slice(0, 200)})`);
+          return;
+        }
+        const response = answer(loaded.descriptors, request);
+        if (!call.cancelled && !call.writableEnded) call.write(Buffer.from(loaded.messages.ServerReflectionResponse.encode(response).finish()));
       });
     });
     call.on('end', () => {
@@ -55,10 +68,17 @@ export function addLazyReflection(server: grpc.Server, options: LazyReflectionOp
       });
     });
   };
+  const bytes = (value: Buffer) => value;
   for (const service of REFLECTION_SERVICES) {
-    const path = `/${service}/ServerReflectionInfo`;
-    server.addService({ ServerReflectionInfo: { ...ServerReflectionService.serverReflectionInfo, path } }, { ServerReflectionInfo: handler });
+    const method = { path: `/${service}/ServerReflectionInfo`, requestStream: true, responseStream: true, requestSerialize: bytes, requestDeserialize: bytes, responseSerialize: bytes, responseDeserialize: bytes };
+    server.addService({ ServerReflectionInfo: method }, { ServerReflectionInfo: handler });
   }
+}
+
+/** What the first reflection request loads: the descriptors to answer from, and the messages' code. */
+interface Loaded {
+  descriptors: ReflectionDescriptors;
+  messages: typeof import('../gen/grpc/reflection/v1/reflection.js');
 }
 
 function answer(descriptors: ReflectionDescriptors, request: ServerReflectionRequest): ServerReflectionResponse {
