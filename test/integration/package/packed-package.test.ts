@@ -228,7 +228,7 @@ describe('the packed package in an empty project', () => {
       spawnSync(process.execPath, ['deploy/grpc-health-probe.mjs', '--address', address, '--token-file', token, '--service', service], { cwd: image, encoding: 'utf8', timeout: 30_000 });
 
     // As deploy/agent.yaml and deploy/controller.yaml start them (on loopback here).
-    const sidecar = await startListening(['--max-semi-space-size=2', 'dist/sidecar/main.js', '--listen', '127.0.0.1:0', '--workspace', workspace, '--state-dir', join(dir, 'image-state'), '--token-file', token], image);
+    const sidecar = await startListening(['dist/sidecar/main.js', '--listen', '127.0.0.1:0', '--workspace', workspace, '--state-dir', join(dir, 'image-state'), '--token-file', token], image);
     try {
       const sidecarHealth = probe(sidecar.address, 'toolruntime.v1.ToolSidecarService');
       expect(sidecarHealth.stderr).toBe('');
