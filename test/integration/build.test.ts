@@ -120,6 +120,29 @@ describe('the built sidecar', () => {
   });
 });
 
+describe("the built sidecar's start-up path", () => {
+  // The build's metafile (.ci/build.mjs writes it) says which inputs each output holds and what it
+  // imports: the outputs dist/sidecar/main.js reaches by static imports are what loads before it listens.
+  it('holds neither zod, the turn layer, the sandbox, MCP nor the reflection messages', () => {
+    const meta = JSON.parse(readFileSync(join(root, '.tmp/build-metafile.json'), 'utf8')) as {
+      outputs: Record<string, { inputs: Record<string, unknown>; imports: { path: string; kind: string; external?: boolean }[] }>;
+    };
+    const reached = new Set<string>();
+    const pending = ['dist/sidecar/main.js'];
+    while (pending.length > 0) {
+      const output = pending.pop()!;
+      if (reached.has(output)) continue;
+      reached.add(output);
+      for (const imported of meta.outputs[output]!.imports) if (imported.kind === 'import-statement' && !imported.external) pending.push(imported.path);
+    }
+    const inputs = [...reached].flatMap((output) => Object.keys(meta.outputs[output]!.inputs));
+    // What must be there, so that the check below looks at the real path.
+    expect(inputs).toEqual(expect.arrayContaining(['sidecar/cli.ts', 'sidecar/grpc/turn-handler.ts', 'node_modules/@grpc/grpc-js/build/src/server.js']));
+    const late = [/^node_modules\/zod\//, /^sidecar\/grpc\/open-turn\.ts$/, /^sidecar\/turn\/turn-session\.ts$/, /^sidecar\/tool-sets\.ts$/, /^sidecar\/categories\/computer\/sandbox\/(bwrap-argv|sandbox-probe|network-proxy)\.ts$/, /@modelcontextprotocol/, /^src\/gen\/grpc\/reflection\//];
+    expect(inputs.filter((input) => late.some((pattern) => pattern.test(input)))).toEqual([]);
+  });
+});
+
 describe('the built controller', () => {
   it('runs a whole turn with plain node and spawns the built sidecar with node, not tsx', async () => {
     const scratch = mkdtempSync(join(tmpdir(), 'built-controller-'));
