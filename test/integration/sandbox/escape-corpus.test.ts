@@ -160,6 +160,28 @@ describe('sandbox escape corpus', suite, () => {
     expect(loopbackConnections).toBe(before);
   });
 
+  it("cannot see nor connect to the host's daemons' sockets under /run (docker.sock and the like)", async () => {
+    // A host daemon's socket where they live; AF_UNIX is open to commands under network off.
+    const socketPath = `/run/tools-runtime-escape-${process.pid}.sock`;
+    let accepted = 0;
+    const daemon = createServer((socket) => {
+      accepted++;
+      socket.end('DAEMON ANSWERED\n');
+    });
+    await new Promise<void>((resolve) => daemon.listen(socketPath, resolve));
+    try {
+      const { text } = await run(`test -e ${socketPath} && echo SEEN; socat -T 3 - UNIX-CONNECT:${socketPath} </dev/null; ls -A /run | wc -l; echo resolv-lines=$(wc -l < /etc/resolv.conf)`);
+      expect(text).not.toMatch(/SEEN|DAEMON ANSWERED/);
+      expect(text).toMatch(/^0$/m);
+      // What commands still need from /run is kept: resolv.conf reads wherever it links.
+      expect(text).toMatch(/resolv-lines=[1-9]/);
+      expect(accepted).toBe(0);
+    } finally {
+      await new Promise((resolve) => daemon.close(resolve));
+      rmSync(socketPath, { force: true });
+    }
+  });
+
   it('nothing started with setsid, a double fork or nohup outlives its call', async () => {
     const { text } = await run('setsid sleep 3011 > /dev/null 2>&1 & (sleep 3012 > /dev/null 2>&1 &) ; nohup sleep 3013 > /dev/null 2>&1 & sleep 0.2; echo STARTED');
     expect(text).toContain('STARTED');

@@ -1,4 +1,4 @@
-import { accessSync, constants, realpathSync, statSync } from 'node:fs';
+import { accessSync, constants, lstatSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { isUnder, resolveHiddenPaths } from './file-access.js';
 import { findGitMetadata } from './git-metadata.js';
@@ -72,6 +72,32 @@ export const SANDBOX_PROXY_SOCKET = '/tmp/.tools-runtime-proxy.sock';
  */
 const PROC_READ_ONLY = ['/proc/sys', '/proc/sysrq-trigger'];
 
+/**
+ * The host's runtime folders: where its daemons keep their sockets (`/run/docker.sock`,
+ * containerd, D-Bus's system bus, systemd's private socket, PostgreSQL's). A read-only mount does
+ * not stop connect(), and AF_UNIX is open to commands under `network: off` and `allow:`, so each is
+ * covered by an empty tmpfs in the sandbox. `/var/run` is usually a link to `/run`; it is covered
+ * when it is a folder of its own.
+ */
+const RUNTIME_FOLDERS = ['/run', '/var/run'];
+
+/** The runtime folders to cover on this host, and the files under them commands still need (resolv.conf's target). */
+export function runtimeFolderMounts(folders: readonly string[] = RUNTIME_FOLDERS, needed: readonly string[] = ['/etc/resolv.conf']): { covered: string[]; kept: string[] } {
+  const covered = folders.filter((folder) => {
+    try {
+      return !lstatSync(folder).isSymbolicLink() && statSync(folder).isDirectory();
+    } catch {
+      return false;
+    }
+  });
+  // systemd-resolved and resolvconf make /etc/resolv.conf a link into /run: its target stays readable.
+  const kept = needed.flatMap((file) => {
+    const real = realEntry(file);
+    return real && !real.dir && covered.some((folder) => isUnder(real.real, folder)) ? [real.real] : [];
+  });
+  return { covered, kept };
+}
+
 /** The real path of `given` and whether it is a folder; undefined when it does not exist. */
 function realEntry(given: string): { real: string; dir: boolean } | undefined {
   try {
@@ -133,7 +159,8 @@ export interface SandboxArgvOptions extends CommandSpec {
  * command itself. Otherwise bubblewrap in front of it, mounts in this order (a later one covers an
  * earlier one; bind sources are the host's, so pins come before what they must not cover):
  * - the whole file system read-only (`--ro-bind / /`), a fresh `/dev` and `/proc` with `/proc/sys`
- *   and `/proc/sysrq-trigger` read-only, a private `/tmp`;
+ *   and `/proc/sysrq-trigger` read-only, a private `/tmp`, an empty read-only `/run` (the host's
+ *   daemons' sockets; resolv.conf's target in it kept);
  * - the workspace, writable under `workspace-write`, read-only under `read-only`;
  * - under `workspace-write`: each folder between the workspace and a hidden path in it bound onto
  *   itself (a mount point cannot be renamed, so `mv conf conf2` cannot carry a hidden file out
@@ -168,16 +195,23 @@ export function buildSandboxArgv(options: SandboxArgvOptions): ExecSpec {
   for (const knob of PROC_READ_ONLY) args.push('--ro-bind-try', knob, knob);
   if (options.tmpBytes !== undefined) args.push('--size', String(options.tmpBytes));
   args.push('--tmpfs', '/tmp');
+  // The host's daemons' sockets: an empty read-only tmpfs over /run (see RUNTIME_FOLDERS).
+  const runtime = runtimeFolderMounts();
+  const remounts: string[] = [];
+  for (const folder of runtime.covered) {
+    args.push('--tmpfs', folder);
+    remounts.push('--remount-ro', folder);
+  }
+  for (const file of runtime.kept) args.push('--ro-bind', file, file);
   args.push(writable ? '--bind' : '--ro-bind', workspace, workspace);
   // Only the outermost of nested hidden paths is mounted (a mount inside a tmpfs already covered
   // would be lost, and its remount would fail).
   const hidden = resolveHiddenPaths(policy)
     .filter((entry) => entry.real !== '/')
-    // What lies under /tmp is gone already (a fresh tmpfs) unless the workspace brought it back.
-    .filter((entry) => !isUnder(entry.real, '/tmp') || isUnder(entry.real, workspace));
+    // What lies under /tmp or /run is gone already (a fresh tmpfs) unless the workspace brought it back.
+    .filter((entry) => ![...runtime.covered, '/tmp'].some((fresh) => isUnder(entry.real, fresh)) || isUnder(entry.real, workspace));
   const masks = hidden.filter((entry) => !hidden.some((other) => other !== entry && other.real !== entry.real && isUnder(entry.real, other.real)));
   // Read-only once the readable exceptions are mounted in it (their mount points are made in the tmpfs).
-  const remounts: string[] = [];
   if (writable) {
     const git = findGitMetadata(workspace);
     const pins = new Set(masks.filter((entry) => isUnder(entry.real, workspace)).flatMap((entry) => foldersBetween(workspace, entry.real)));

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isToolRuntimeError } from '../../../../../../src/index.js';
-import { buildSandboxArgv } from '../../../../../../sidecar/categories/computer/sandbox/bwrap-argv.js';
+import { buildSandboxArgv, runtimeFolderMounts } from '../../../../../../sidecar/categories/computer/sandbox/bwrap-argv.js';
 import { checkFileAccess, gitMetadataReason, hiddenPathTest, resolveHiddenPaths } from '../../../../../../sidecar/categories/computer/sandbox/file-access.js';
 import { findGitMetadata } from '../../../../../../sidecar/categories/computer/sandbox/git-metadata.js';
 import { effectivePolicy, defaultSandboxSettings, sharedStateRoot, type SandboxPolicy } from '../../../../../../sidecar/categories/computer/sandbox/sandbox-policy.js';
@@ -168,5 +168,23 @@ describe('git metadata in the file tools', () => {
     expect(code(() => checkFileAccess(p, hiddenPathTest(p), join(ws, '.git/config'), '.git/config', 'read'))).toBe('allowed');
     const off = policy(ws, { mode: 'off' });
     expect(code(() => checkFileAccess(off, hiddenPathTest(off), join(ws, '.git/config'), '.git/config', 'write'))).toBe('allowed');
+  });
+});
+
+describe("the host's runtime folders", () => {
+  it('covers /run with an empty read-only tmpfs before the workspace is bound, on this host too', () => {
+    const ws = workspaceWith('runtime', { 'a.txt': '' });
+    const args = argsOf(policy(ws));
+    expect(at(args, '--tmpfs', '/run')).toBeGreaterThan(at(args, '--tmpfs', '/tmp'));
+    expect(at(args, '--tmpfs', '/run')).toBeLessThan(at(args, '--bind', ws, ws));
+    expect(at(args, '--remount-ro', '/run')).toBeGreaterThan(at(args, '--bind', ws, ws));
+  });
+
+  it('covers a runtime folder that is a folder, not one that links to another; keeps the files commands need in it', () => {
+    const host = workspaceWith('host', { 'run/resolve/stub-resolv.conf': 'nameserver 127.0.0.53\n', 'run/docker.sock': '', 'etc/hosts': '' });
+    symlinkSync(join(host, 'run'), join(host, 'varrun'));
+    symlinkSync(join(host, 'run/resolve/stub-resolv.conf'), join(host, 'etc/resolv.conf'));
+    const mounts = runtimeFolderMounts([join(host, 'run'), join(host, 'varrun'), join(host, 'missing')], [join(host, 'etc/resolv.conf'), join(host, 'etc/hosts')]);
+    expect(mounts).toEqual({ covered: [join(host, 'run')], kept: [join(host, 'run/resolve/stub-resolv.conf')] });
   });
 });
