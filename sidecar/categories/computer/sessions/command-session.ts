@@ -77,7 +77,10 @@ export class CommandSession {
     this.agentId = options.agentId;
     this.command = options.command;
     this.tty = options.tty;
-    this.wrapped = /(^|\/)(bwrap|nsenter)$/.test(options.exec.file);
+    // Sandboxed, the session's process is bubblewrap once its launchers (the limits', nsenter, the
+    // seccomp one: each execs the next) are done. Matching the file name missed it whenever a
+    // launcher came first, which is the default: the wrapper rules of programState never applied.
+    this.wrapped = options.exec.sandboxed;
     this.startedAt = options.now();
     this.lastUsedAt = this.startedAt;
     this.buffer = new HeadTailBuffer(options.maxBufferedChars);
