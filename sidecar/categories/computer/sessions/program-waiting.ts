@@ -13,7 +13,9 @@ export type ProgramState = 'waiting' | 'busy' | 'ending';
  * its prompt, `cat`, a shell), or waits on a timer or the network. `ending` when a process of the
  * tree has exited and is not yet reaped (a zombie), or `pid` itself is gone: the command is on its
  * way out, and its exit code is the better answer; so is a `wrapper` (bwrap, which always has the
- * sandbox's init below it while the command runs) left without children. `busy` otherwise, or when
+ * sandbox's init below it while the command runs) left without children, or whose init is: the
+ * command has been reaped and the init is on its way out (it may sleep for a moment there, which
+ * read as `waiting` and returned a finished command as still running). `busy` otherwise, or when
  * the tree is too large.
  * Used only once output has come and stopped (session-wait.ts). Reads
  * /proc/<pid>/task/<tid>/{stat,children}: a few small reads per process, tens of microseconds for a
@@ -23,6 +25,9 @@ export function programState(pid: number, options: { wrapper?: boolean } = {}): 
   const stack = [pid];
   let walked = 0;
   let rootHasChildren = false;
+  // Under a wrapper: the root's children (the sandbox's init), and whether any of them has a child.
+  const rootChildren = new Set<number>();
+  let initHasChildren = false;
   while (stack.length > 0) {
     const current = stack.pop()!;
     if (++walked > MAX_PROCESSES) return 'busy';
@@ -41,13 +46,17 @@ export function programState(pid: number, options: { wrapper?: boolean } = {}): 
         if (state === 'R' || state === 'D') return 'busy';
         const children = readFileSync(`/proc/${current}/task/${task}/children`, 'latin1').trim();
         if (children !== '') {
-          for (const child of children.split(' ')) stack.push(Number(child));
+          for (const child of children.split(' ')) {
+            stack.push(Number(child));
+            if (current === pid) rootChildren.add(Number(child));
+          }
           if (current === pid) rootHasChildren = true;
+          else if (rootChildren.has(current)) initHasChildren = true;
         }
       } catch {
         // the thread ended while we looked
       }
     }
   }
-  return options.wrapper && !rootHasChildren ? 'ending' : 'waiting';
+  return options.wrapper && (!rootHasChildren || !initHasChildren) ? 'ending' : 'waiting';
 }
