@@ -129,7 +129,7 @@ async function build() {
     // one shared chunk). Every chunk gets the banner, so it makes its require on the first call only:
     // a createRequire per chunk read at start-up cost the sidecar about 2 ms before it listened.
     banner: {
-      js: "import { createRequire as __createRequire } from 'node:module'; let __requireHere; function require(...args) { return (__requireHere ??= __createRequire(import.meta.url))(...args); } require.resolve = (...args) => (__requireHere ??= __createRequire(import.meta.url)).resolve(...args);",
+      js: "import { createRequire as __createRequire } from 'node:module'; let __requireHere; const __requireOnce = () => (__requireHere ??= __createRequire(import.meta.url)); function require(...args) { return __requireOnce()(...args); } require.resolve = (...args) => __requireOnce().resolve(...args);",
     },
     sourcemap: 'linked',
     legalComments: 'none',

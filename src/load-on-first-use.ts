@@ -15,3 +15,16 @@ export function loadOnFirstUse<T>(specifier: string): () => T {
   let loaded: { module: T } | undefined;
   return () => (loaded ??= { module: require(specifier) as T }).module;
 }
+
+/**
+ * Returns a getter that starts `load` (an `import()` of what a process may never need) on its first
+ * call and hands every caller the same promise. A failed load is not kept: the next call tries again.
+ */
+export function importOnFirstUse<T>(load: () => Promise<T>): () => Promise<T> {
+  let loading: Promise<T> | undefined;
+  return () =>
+    (loading ??= load().catch((error: unknown) => {
+      loading = undefined;
+      throw error;
+    }));
+}

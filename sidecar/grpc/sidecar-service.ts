@@ -1,5 +1,6 @@
 import { status, type ServerDuplexStream, type ServerUnaryCall, type sendUnaryData } from '@grpc/grpc-js';
 import type { Logger } from '../../src/logger.js';
+import { importOnFirstUse } from '../../src/load-on-first-use.js';
 import type {
   AssembleToolsRequest,
   AssembleToolsResponse,
@@ -30,12 +31,7 @@ export function createSidecarService(options: { catalogs: Catalogs; config: Cate
   const openOptions = { catalogs, config, logger, ...(telemetry ? { telemetry } : {}) };
   // The turn layer (zod, the argument ladder, the session) loads with the first turn, not before
   // the listening line: an idle sidecar does not hold it. A failed load fails that turn; the next tries again.
-  let loading: Promise<typeof import('./open-turn.js')> | undefined;
-  const load = () =>
-    (loading ??= import('./open-turn.js').catch((error: unknown) => {
-      loading = undefined;
-      throw error;
-    }));
+  const load = importOnFirstUse(() => import('./open-turn.js'));
   const open = async (turn: TurnContext, signal: AbortSignal, traceHeaders?: TraceHeaders): Promise<OpenedTurn> => (await load()).openTurn(openOptions, turn, signal, traceHeaders);
 
   const implementation: ToolSidecarServiceServer = {

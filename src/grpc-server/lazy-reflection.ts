@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { ServerReflectionRequest, ServerReflectionResponse } from '../gen/grpc/reflection/v1/reflection.js';
 import { errorMessage } from '../errors.js';
+import { importOnFirstUse } from '../load-on-first-use.js';
 import type { ReflectionDescriptors } from './reflection-descriptors.js';
 
 /** The two versions of the reflection service: v1alpha's messages are v1's, field for field. */
@@ -22,15 +23,12 @@ export interface LazyReflectionOptions {
  */
 export function addLazyReflection(server: grpc.Server, options: LazyReflectionOptions): void {
   const services = [...options.services, ...REFLECTION_SERVICES];
-  let loading: Promise<Loaded> | undefined;
-  const load = () =>
-    (loading ??= Promise.all([import('./reflection-descriptors.js'), import('../gen/grpc/reflection/v1/reflection.js')]).then(
-      ([{ createReflectionDescriptors }, messages]) => ({ descriptors: createReflectionDescriptors(services), messages }),
-      (error: unknown) => {
-        loading = undefined;
-        throw error;
-      },
-    ));
+  const load = importOnFirstUse(() =>
+    Promise.all([import('./reflection-descriptors.js'), import('../gen/grpc/reflection/v1/reflection.js')]).then(([{ createReflectionDescriptors }, messages]): Loaded => ({
+      descriptors: createReflectionDescriptors(services),
+      messages,
+    })),
+  );
 
   // Frames stay bytes until the first request has loaded the messages' code: the generated
   // reflection module is not on a server's start-up path either.

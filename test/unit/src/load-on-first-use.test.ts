@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { loadOnFirstUse } from '../../../src/load-on-first-use.js';
+import { importOnFirstUse, loadOnFirstUse } from '../../../src/load-on-first-use.js';
 import { runningBuilt, runtimePath } from '../../../src/runtime-path.js';
 
 describe('loadOnFirstUse', () => {
@@ -23,5 +23,20 @@ describe('runtimePath', () => {
     expect(runningBuilt).toBe(false);
     expect(existsSync(runtimePath('proto/toolruntime/v1/sidecar.proto'))).toBe(true);
     expect(existsSync(runtimePath('controller/sample-workspace/README.md'))).toBe(true);
+  });
+});
+
+describe('importOnFirstUse', () => {
+  it('starts the load once and hands every caller the same promise; a failed load is tried again', async () => {
+    let loads = 0;
+    const load = importOnFirstUse(async () => {
+      loads += 1;
+      if (loads === 1) throw new Error('not yet');
+      return { loads };
+    });
+    await expect(load()).rejects.toThrow('not yet');
+    const [a, b] = await Promise.all([load(), load()]);
+    expect(a).toBe(b);
+    expect(loads).toBe(2);
   });
 });

@@ -24,7 +24,6 @@ export type ProgramState = 'waiting' | 'busy' | 'ending';
 export function programState(pid: number, options: { wrapper?: boolean } = {}): ProgramState {
   const stack = [pid];
   let walked = 0;
-  let rootHasChildren = false;
   // Under a wrapper: the root's children (the sandbox's init), and whether any of them has a child.
   const rootChildren = new Set<number>();
   let initHasChildren = false;
@@ -50,13 +49,12 @@ export function programState(pid: number, options: { wrapper?: boolean } = {}): 
             stack.push(Number(child));
             if (current === pid) rootChildren.add(Number(child));
           }
-          if (current === pid) rootHasChildren = true;
-          else if (rootChildren.has(current)) initHasChildren = true;
+          if (rootChildren.has(current)) initHasChildren = true;
         }
       } catch {
         // the thread ended while we looked
       }
     }
   }
-  return options.wrapper && (!rootHasChildren || !initHasChildren) ? 'ending' : 'waiting';
+  return options.wrapper && !initHasChildren ? 'ending' : 'waiting';
 }
